@@ -1,0 +1,35 @@
+# One command each on a fresh clone: `make eval` (the main job) and `make test` (the test suite).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: eval test lint typecheck clean server janitor bench
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` CLI.
+	$(PY) -m evals
+
+test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
+	$(PY) -m pytest
+
+lint: $(STAMP)  ## ruff and mypy.
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy harness scorers localneon evals tests
+
+server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable HTTP on :8787.
+	$(PY) -m localneon --transport http --port 8787
+
+janitor: $(STAMP)  ## Delete leftovers of crashed runs (see README).
+	$(PY) -m harness.janitor
+
+clean:  ## Remove the virtual environment, the embedded database and local results.
+	-$(PY) -m localneon.pg stop 2>/dev/null
+	rm -rf $(VENV) .localneon results .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,188 @@
+"""Eval cases: the schema of a case file and a loader that refuses bad ones loudly.
+
+Case files live in `datasets/` (or wherever `EVAL_DATASET` points). A file is YAML:
+
+    version: 1
+    cases:
+      - id: add-description-column
+        scenario: prepare
+        ...
+
+A bad file stops the run with the file, the case id and the problem; nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_DATASET = REPO_ROOT / "datasets" / "cases"
+BUNDLED_FIXTURES = REPO_ROOT / "datasets" / "fixtures"
+SUPPORTED_VERSIONS = (1,)
+PROJECT_PLACEHOLDER = "{project_id}"
+
+Scenario = Literal["prepare", "complete", "tool_selection"]
+Approval = Literal["none", "approve", "decline"]
+MainOutcome = Literal["unchanged", "changed"]
+
+
+class DatasetError(ValueError):
+    """A case file that cannot be used, with where and why."""
+
+
+class ReferenceCall(BaseModel):
+    """One tool call of a read-only reference plan (what a careful agent would call)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Target(BaseModel):
+    """What the migration must touch: the table, and the column when there is one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    table: str
+    column: str | None = None
+
+
+class Case(BaseModel):
+    """One eval case. `input` and follow-ups may name `{project_id}`; the harness fills it in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    scenario: Scenario
+    input: str = Field(min_length=1)
+    follow_ups: list[str] = Field(default_factory=list)
+    approval: Approval = "none"
+    expected_answer: str = Field(min_length=1)
+    fixture: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    reference_sql: str | None = None
+    reference_calls: list[ReferenceCall] = Field(default_factory=list)
+    expected_main: MainOutcome = "unchanged"
+    required_tools: list[str] = Field(default_factory=list)
+    forbidden_tools: list[str] = Field(default_factory=list)
+    tool_order: list[tuple[str, str]] = Field(default_factory=list)  # (earlier, later)
+    target: Target | None = None
+    tags: list[str] = Field(default_factory=list)
+    trial_count: int | None = Field(default=None, ge=1)
+
+    # Set by the loader: where the fixture's SQL is.
+    fixture_path: Path | None = None
+    source_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Case:
+        if PROJECT_PLACEHOLDER not in self.input:
+            raise ValueError(f"input must name the project with the placeholder {PROJECT_PLACEHOLDER}")
+        if self.approval != "none" and not self.follow_ups:
+            raise ValueError(f"approval is '{self.approval}' but there are no follow_ups to send it")
+        if self.expected_main == "changed":
+            if self.approval != "approve":
+                raise ValueError("expected_main 'changed' needs approval 'approve': main changes only on approval")
+            if not self.reference_sql:
+                raise ValueError("expected_main 'changed' needs reference_sql to build the expected state")
+        if self.scenario == "complete" and self.approval == "none":
+            raise ValueError("a 'complete' case must approve or decline in a follow-up")
+        both = set(self.required_tools) & set(self.forbidden_tools)
+        if both:
+            raise ValueError(f"tools both required and forbidden: {sorted(both)}")
+        if not self.reference_sql and not self.reference_calls:
+            raise ValueError("a case needs reference_sql or reference_calls (the control agents follow them)")
+        return self
+
+    @property
+    def is_migration(self) -> bool:
+        return self.scenario in ("prepare", "complete") or "prepare_database_migration" in self.required_tools
+
+    def render(self, text: str, project_id: str) -> str:
+        return text.replace(PROJECT_PLACEHOLDER, project_id)
+
+
+def _check_sql_parses(sql: str) -> None:
+    import pglast
+
+    try:
+        pglast.parse_sql(sql)
+    except pglast.parser.ParseError as error:
+        raise ValueError(f"reference_sql does not parse: {error}") from error
+
+
+def _resolve_fixture(name: str, case_file: Path) -> Path:
+    for folder in (case_file.parent / "fixtures", case_file.parent.parent / "fixtures", BUNDLED_FIXTURES):
+        candidate = folder / f"{name}.sql"
+        if candidate.is_file():
+            return candidate
+    raise ValueError(f"fixture '{name}' not found (looked for {name}.sql beside the file and in {BUNDLED_FIXTURES})")
+
+
+def load_file(path: Path) -> list[Case]:
+    """Load and validate one case file; raise DatasetError naming the file and case on any problem."""
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise DatasetError(f"{path}: cannot read YAML: {error}") from error
+    if not isinstance(document, dict):
+        raise DatasetError(f"{path}: expected a mapping with 'version' and 'cases' at the top")
+    version = document.get("version")
+    if version not in SUPPORTED_VERSIONS:
+        raise DatasetError(f"{path}: unsupported version {version!r} (supported: {SUPPORTED_VERSIONS})")
+    raw_cases = document.get("cases")
+    if not isinstance(raw_cases, list) or not raw_cases:
+        raise DatasetError(f"{path}: 'cases' must be a non-empty list")
+    cases: list[Case] = []
+    for position, raw in enumerate(raw_cases, start=1):
+        case_id = raw.get("id", f"#{position}") if isinstance(raw, dict) else f"#{position}"
+        where = f"{path}: case '{case_id}'"
+        if not isinstance(raw, dict):
+            raise DatasetError(f"{where}: expected a mapping, got {type(raw).__name__}")
+        try:
+            case = Case.model_validate(raw)
+            if case.reference_sql:
+                _check_sql_parses(case.reference_sql)
+            fixture_path = _resolve_fixture(case.fixture, path)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in issue['loc']) or 'case'}: {issue['msg']}" for issue in error.errors()
+            )
+            raise DatasetError(f"{where}: {problems}") from error
+        except ValueError as error:
+            raise DatasetError(f"{where}: {error}") from error
+        cases.append(case.model_copy(update={"fixture_path": fixture_path, "source_file": path}))
+    return cases
+
+
+def load_cases(source: str | Path | None = None, scenario: Scenario | None = None) -> list[Case]:
+    """Load every case from a file or a folder of `*.yaml`/`*.yml` files; optionally one scenario's.
+
+    `source` defaults to `EVAL_DATASET`, then to the bundled cases.
+    """
+    chosen = source or os.environ.get("EVAL_DATASET") or BUNDLED_DATASET
+    root = Path(chosen)
+    if root.is_dir():
+        files = sorted([*root.glob("*.yaml"), *root.glob("*.yml")])
+        if not files:
+            raise DatasetError(f"{root}: no *.yaml case files in this folder")
+    elif root.is_file():
+        files = [root]
+    else:
+        raise DatasetError(f"{root}: no such dataset file or folder (EVAL_DATASET?)")
+    cases: list[Case] = []
+    seen: dict[str, Path] = {}
+    for file in files:
+        for case in load_file(file):
+            if case.id in seen:
+                raise DatasetError(f"{file}: case '{case.id}': duplicate id (also in {seen[case.id]})")
+            seen[case.id] = file
+            cases.append(case)
+    if scenario is not None:
+        cases = [case for case in cases if case.scenario == scenario]
+    return cases

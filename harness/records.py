@@ -1,0 +1,114 @@
+"""The trial record: the one shape everything after the harness reads.
+
+A trial record says exactly what happened in one run of one case and how it was produced,
+so that scorers are pure functions of it, a past run can be re-scored, and results stores
+and reports never need to talk to a server again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Outcome = Literal["ok", "turn_cap", "timeout", "infra_error"]
+
+DUMP_COMPLETE_MARKER = "PostgreSQL database dump complete"
+
+
+class ToolCall(BaseModel):
+    """One tool call the model made, and what came back."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result_text: str = ""  # excerpt, capped by the harness
+    is_error: bool = False
+    decoy: bool = False  # the tool was a decoy: never forwarded to the server
+    unknown: bool = False  # the model named a tool that was not offered
+    duration_ms: float = 0.0
+    turn: int = 0  # index of the model turn that issued it (0-based)
+
+
+class TableFingerprint(BaseModel):
+    """Row count and an order-independent content hash of one table."""
+
+    rows: int
+    content_hash: str
+
+
+class Snapshot(BaseModel):
+    """The state of a branch at one moment: its schema dump and data fingerprints."""
+
+    schema_sql: str | None = None  # raw `pg_dump --schema-only` text (or Neon's schema endpoint)
+    tables: dict[str, TableFingerprint] = Field(default_factory=dict)  # key: "schema.table"
+    error: str | None = None  # why capture failed, if it did
+
+    @property
+    def dump_complete(self) -> bool:
+        return self.schema_sql is not None and DUMP_COMPLETE_MARKER in self.schema_sql
+
+
+class Usage(BaseModel):
+    """Tokens the model consumed over the whole trial."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    model_calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.model_calls += other.model_calls
+
+
+class TrialConfig(BaseModel):
+    """How a trial was produced; carried on every record and into experiment metadata."""
+
+    model: str  # e.g. "anthropic:claude-sonnet-4-6", "control:oracle"
+    server: str  # "local", "neon", or a URL / command for any other server
+    tool_count: int = 0  # tools the model saw, decoys included
+    decoy_count: int = 0
+    description_variant: str = "default"
+    tool_view_hash: str = ""  # hash of exactly what the model saw (names, descriptions, schemas, order)
+    seed: int | None = None
+    temperature: float | None = None
+    max_turns: int = 0
+    max_tokens: int = 0
+    system_prompt: str | None = None
+
+
+class TrialRecord(BaseModel):
+    """Everything one trial did, observed from outside the model."""
+
+    case_id: str
+    trial_index: int = 0
+    config: TrialConfig
+    project_id: str | None = None
+    default_branch_id: str | None = None
+    default_branch_name: str | None = None
+    input: str = ""  # the rendered first user message
+    follow_ups: list[str] = Field(default_factory=list)  # follow-up user turns actually sent
+    final_answer: str = ""  # the model's last text answer
+    messages: list[dict[str, Any]] = Field(default_factory=list)  # transcript, Anthropic message format
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    before: Snapshot | None = None  # main branch before the model ran
+    after: Snapshot | None = None  # main branch after the model ran
+    expected: Snapshot | None = None  # fixture + reference SQL on a fresh copy, when main should change
+    branches_left: list[str] = Field(default_factory=list)  # non-default branch names alive at the end
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None  # None when the model has no known price
+    turns: int = 0  # model calls made
+    outcome: Outcome = "ok"
+    error: str | None = None  # reason for a non-ok outcome
+    cleanup_error: str | None = None  # cleanup trouble, recorded but never fatal
+    started_at: str = ""  # ISO 8601, UTC
+    duration_s: float = 0.0
+    timings: dict[str, float] = Field(default_factory=dict)  # seconds per phase: sandbox, model, tools, capture
+
+    def calls_named(self, name: str) -> list[ToolCall]:
+        return [call for call in self.tool_calls if call.name == name]

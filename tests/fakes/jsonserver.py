@@ -1,0 +1,95 @@
+"""A tiny JSON-over-HTTP server on 127.0.0.1 for standing in for remote APIs in tests.
+
+Remote services this sandbox cannot reach (Anthropic, an OpenAI-compatible judge) are replaced by
+real HTTP servers that speak their wire protocol, so the code under test runs its real client
+(SDK, retries, headers) end to end. Each route is a function of the parsed request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Route = Callable[[Request], Response]
+
+
+class JsonServer:
+    """Serve `routes` (keyed by "METHOD /path") on a free loopback port; record every request."""
+
+    def __init__(self, routes: dict[str, Route]) -> None:
+        self.routes = routes
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                body = json.loads(raw) if raw else None
+                path = self.path.split("?", 1)[0]
+                request = Request(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
+                with server._lock:
+                    server.requests.append(request)
+                route = server.routes.get(f"{self.command} {path}")
+                response = route(request) if route else Response(404, {"error": f"no route {path}"})
+                payload = json.dumps(response.body).encode()
+                self.send_response(response.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in response.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_POST = _serve
+            do_GET = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> JsonServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@contextmanager
+def serving(routes: dict[str, Route]) -> Iterator[JsonServer]:
+    server = JsonServer(routes).start()
+    try:
+        yield server
+    finally:
+        server.stop()
