@@ -1,0 +1,46 @@
+"""`python -m evals` (what `make eval` runs): read `.env`, choose the CLI flags, run `braintrust eval`.
+
+The Braintrust CLI has no environment variable for offline mode, so this launcher decides: with no
+`BRAINTRUST_API_KEY` it adds `--no-send-logs` (Braintrust's local mode) and says so. Offline runs
+default to a small trial count. Extra arguments are passed through to `braintrust eval`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dotenv import load_dotenv
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+OFFLINE_DEFAULT_TRIALS = "2"
+
+
+def build_command(extra_args: list[str]) -> list[str]:
+    """The `braintrust eval` command line for the current environment."""
+    executable = shutil.which("braintrust", path=str(Path(sys.executable).parent)) or shutil.which("braintrust")
+    command = [executable] if executable else [sys.executable, "-m", "braintrust"]
+    command += ["eval", "--terminate-on-failure"]
+    if not os.environ.get("BRAINTRUST_API_KEY"):
+        command.append("--no-send-logs")
+    return [*command, *extra_args, str(REPO_ROOT / "evals")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    load_dotenv(REPO_ROOT / ".env", override=False)
+    extra = list(sys.argv[1:] if argv is None else argv)
+    if not os.environ.get("BRAINTRUST_API_KEY"):
+        print("evals: no BRAINTRUST_API_KEY, running in Braintrust's local mode (--no-send-logs)", file=sys.stderr)
+    has_model_key = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY"))
+    if not has_model_key and not os.environ.get("EVAL_TRIALS"):
+        os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
+    command = build_command(extra)
+    completed = subprocess.run(command, cwd=REPO_ROOT, check=False)
+    return completed.returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""The Anthropic Messages tool loop, done right.
+
+Assistant `tool_use` blocks stay in the history; every `tool_use` of a turn is executed in order
+and answered by a `tool_result` (same id, `is_error` on failure) in the next user message; the
+loop goes on while the model asks for tools, under a cap on model calls; after each final answer
+the case's next follow-up is sent. State lives on an `AgentState` the caller owns, so a trial that
+times out or is cancelled still has its partial transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import braintrust
+from braintrust.span_types import SpanTypeAttribute
+from mcp.shared.exceptions import MCPError
+
+from harness.mcp_client import MCPConnection
+from harness.providers.base import Provider
+from harness.records import Outcome, ToolCall, Usage
+from harness.toolview import ToolView
+
+RESULT_EXCERPT = 4000
+EMPTY_ANSWER = "(the model returned no content)"
+
+
+class InfraError(RuntimeError):
+    """The server or transport failed (not the tool): the trial cannot be judged."""
+
+
+@dataclass
+class AgentState:
+    """Everything the loop produced so far."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    final_answer: str = ""
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    follow_ups_sent: list[str] = field(default_factory=list)
+    outcome: Outcome = "ok"
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+
+
+@dataclass
+class LoopSettings:
+    """Knobs of one loop run."""
+
+    system: str | None = None
+    max_turns: int = 12
+    max_tokens: int = 4096
+    temperature: float | None = None
+    tool_timeout: float | None = 120.0
+    scrub: Callable[[str], str] = field(default=lambda text: text)
+
+
+async def execute_tool(
+    view: ToolView, connection: MCPConnection, block: dict[str, Any], turn: int, loop: LoopSettings
+) -> tuple[ToolCall, dict[str, Any]]:
+    """Run one tool_use block; return its record and the tool_result block answering it."""
+    name = str(block["name"])
+    arguments = block.get("input") or {}
+    kind = view.kind(name)
+    started = time.perf_counter()
+    with braintrust.start_span(name=name, type=SpanTypeAttribute.TOOL, input=arguments) as span:
+        try:
+            result = await view.call(connection, name, arguments, loop.tool_timeout)
+            text, is_error = result.text, result.is_error
+        except MCPError as error:
+            text, is_error = f"Error: {error}", True
+        except TimeoutError as error:
+            raise InfraError(f"tool {name} did not answer within {loop.tool_timeout}s") from error
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except Exception as error:
+            raise InfraError(f"tool {name}: {type(error).__name__}: {loop.scrub(str(error))}") from error
+        duration = (time.perf_counter() - started) * 1000
+        span.log(output=loop.scrub(text[:RESULT_EXCERPT]), metadata={"is_error": is_error, "kind": kind})
+    excerpt = loop.scrub(text if len(text) <= RESULT_EXCERPT else text[:RESULT_EXCERPT] + " [truncated]")
+    call = ToolCall(
+        id=str(block["id"]),
+        name=name,
+        arguments=dict(arguments) if isinstance(arguments, dict) else {"_raw": arguments},
+        result_text=excerpt,
+        is_error=is_error,
+        decoy=kind == "decoy",
+        unknown=kind == "unknown",
+        duration_ms=round(duration, 2),
+        turn=turn,
+    )
+    answer: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": block["id"],
+        "content": [{"type": "text", "text": text or "(empty result)"}],
+    }
+    if is_error:
+        answer["is_error"] = True
+    return call, answer
+
+
+async def run_agent(
+    provider: Provider,
+    view: ToolView,
+    connection: MCPConnection,
+    state: AgentState,
+    first_input: str,
+    follow_ups: list[str],
+    loop: LoopSettings,
+) -> AgentState:
+    """Drive the model until its final answer to the last follow-up, or the turn cap."""
+    state.messages.append({"role": "user", "content": first_input})
+    pending = list(follow_ups)
+    tools = view.anthropic_tools()
+    while True:
+        if state.turns >= loop.max_turns:
+            state.outcome = "turn_cap"
+            return state
+        started = time.perf_counter()
+        turn = await provider.complete(
+            system=loop.system,
+            messages=state.messages,
+            tools=tools,
+            max_tokens=loop.max_tokens,
+            temperature=loop.temperature,
+        )
+        state.model_seconds += time.perf_counter() - started
+        state.usage.add(turn.usage)
+        state.turns += 1
+        content = turn.content or [{"type": "text", "text": EMPTY_ANSWER}]
+        state.messages.append({"role": "assistant", "content": content})
+        tool_uses = turn.tool_uses
+        if tool_uses:
+            # Every tool_use is answered, whatever the stop reason, so the history stays valid.
+            answers: list[dict[str, Any]] = []
+            started = time.perf_counter()
+            for block in tool_uses:
+                call, answer = await execute_tool(view, connection, block, state.turns - 1, loop)
+                state.tool_calls.append(call)
+                answers.append(answer)
+            state.tool_seconds += time.perf_counter() - started
+            state.messages.append({"role": "user", "content": answers})
+            continue
+        state.final_answer = turn.text
+        if not pending:
+            return state
+        follow_up = pending.pop(0)
+        state.follow_ups_sent.append(follow_up)
+        state.messages.append({"role": "user", "content": follow_up})

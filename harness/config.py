@@ -1,0 +1,252 @@
+"""Settings, read once from the environment and `.env`, validated, and carried on every record.
+
+Why one object: a trial record must say exactly how it was produced (model, server, tool view),
+and secrets must never leak into records, logs or error messages. Secrets are `SecretStr`, so
+`repr(settings)` and `settings.public()` never show them, and `scrub()` removes their values from
+any text the harness records (tool results, errors).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from harness.pricing import CONTROL_MODELS, DEFAULT_MODEL
+
+DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
+DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"
+REDACTED = "[REDACTED]"
+PROVIDERS = ("anthropic", "openai", "control")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; the message names the variable to fix (never its secret value)."""
+
+
+class Settings(BaseModel):
+    """Everything a run needs to know; immutable once read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str = DEFAULT_MODEL  # "provider:name": the model this Settings object runs
+    models: tuple[str, ...] = (DEFAULT_MODEL,)  # every model EVAL_MODEL names (comma-separated), in order
+    model_explicit: bool = False  # EVAL_MODEL was set
+    fallback_reason: str | None = None  # why a control agent replaced the default model
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    server: str = "local"  # "local" | "neon" | http(s) URL | stdio command
+    neon_api_key: SecretStr | None = None
+    neon_api_url: str = DEFAULT_NEON_API_URL
+    neon_mcp_url: str = DEFAULT_NEON_MCP_URL
+    neon_project_pool: tuple[str, ...] = ()
+    neon_golden_branch: str = "golden"
+    max_turns: int = Field(default=12, ge=1)
+    max_tokens: int = Field(default=4096, ge=1)
+    temperature: float | None = None
+    system_prompt: str | None = None
+    trial_timeout: float = Field(default=300.0, gt=0)
+    tool_descriptions: Path | None = None
+    decoys: int = Field(default=0, ge=0)
+    tool_shuffle_seed: int | None = None
+    tool_filter: str | None = None
+    results_dir: Path = Path("results")
+    run_id: str = Field(default_factory=lambda: new_run_id())
+
+    @property
+    def provider(self) -> str:
+        return self.model.split(":", 1)[0]
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split(":", 1)[1]
+
+    @property
+    def server_kind(self) -> str:
+        """ "local", "neon", "url" or "stdio"."""
+        if self.server in ("local", "neon"):
+            return self.server
+        if self.server.startswith(("http://", "https://")):
+            return "url"
+        return "stdio"
+
+    def for_model(self, model: str) -> Settings:
+        """A copy that runs `model` (one of a comma-separated EVAL_MODEL list); keys are checked."""
+        _check_model(model, self.anthropic_api_key, self.openai_api_key)
+        return self.model_copy(update={"model": model})
+
+    def secret_values(self) -> list[str]:
+        """Every secret value this configuration holds (for scrubbing recorded text)."""
+        found = [s.get_secret_value() for s in (self.anthropic_api_key, self.openai_api_key, self.neon_api_key) if s]
+        return [value for value in found if value]
+
+    def scrub(self, text: str, extra: list[str] | None = None) -> str:
+        return scrub(text, [*self.secret_values(), *(extra or [])])
+
+    def public(self) -> dict[str, Any]:
+        """The settings as plain JSON-able data with secrets reduced to whether they are set."""
+        data = self.model_dump(mode="json")
+        for name in ("anthropic_api_key", "openai_api_key", "neon_api_key"):
+            data[name] = REDACTED if getattr(self, name) is not None else None
+        return data
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, dotenv_path: str | Path | None = ".env", warn: bool = True
+    ) -> Settings:
+        """Read settings from `env` (default: the process environment) layered over `.env`.
+
+        Real environment variables always win over `.env`. With no key for the default provider and
+        no explicit `EVAL_MODEL`, fall back to a control agent and say so on stderr; with an explicit
+        model and no key, raise ConfigError naming the missing variable.
+        """
+        merged: dict[str, str] = {}
+        if dotenv_path is not None and Path(dotenv_path).is_file():
+            merged.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
+        merged.update(os.environ if env is None else env)
+        settings = _parse(merged)
+        if warn and settings.fallback_reason:
+            print(f"harness: WARNING: {settings.fallback_reason}", file=sys.stderr, flush=True)
+        return settings
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time plus a short random suffix."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def scrub(text: str, values: list[str]) -> str:
+    """Replace every occurrence of each secret value (longest first) by a marker."""
+    for value in sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
+
+
+def _check_model(model: str, anthropic_key: SecretStr | None, openai_key: SecretStr | None) -> None:
+    """Raise ConfigError when `model` is malformed or its provider's key is missing."""
+    provider, sep, name = model.partition(":")
+    if not sep or not name or provider not in PROVIDERS:
+        raise ConfigError(
+            f"EVAL_MODEL: {model!r} must look like 'anthropic:<model>', 'openai:<model>' or one of {CONTROL_MODELS}"
+        )
+    if provider == "control" and model not in CONTROL_MODELS:
+        raise ConfigError(f"EVAL_MODEL: unknown control agent {model!r} (known: {', '.join(CONTROL_MODELS)})")
+    if provider == "anthropic" and anthropic_key is None:
+        raise ConfigError(f"EVAL_MODEL={model} needs ANTHROPIC_API_KEY, which is not set")
+    if provider == "openai" and openai_key is None:
+        raise ConfigError(
+            f"EVAL_MODEL={model} needs OPENAI_API_KEY (any non-empty value for endpoints without auth), "
+            "which is not set"
+        )
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name)
+    return value.strip() if value is not None and value.strip() else None
+
+
+def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:
+    raw = _get(env, name)
+    if raw is None:
+        return None
+    try:
+        return kind(raw)
+    except ValueError as error:
+        raise ConfigError(f"{name} must be a {kind.__name__}, got {raw!r}") from error
+
+
+def _secret(env: Mapping[str, str], name: str) -> SecretStr | None:
+    value = _get(env, name)
+    return SecretStr(value) if value else None
+
+
+def _parse(env: Mapping[str, str]) -> Settings:
+    values: dict[str, Any] = {}
+    anthropic_key = _secret(env, "ANTHROPIC_API_KEY")
+    openai_key = _secret(env, "OPENAI_API_KEY")
+    explicit = _get(env, "EVAL_MODEL")
+    fallback_reason = None
+    if explicit:
+        models = tuple(m.strip() for m in explicit.split(",") if m.strip())
+        if not models:
+            raise ConfigError("EVAL_MODEL names no model")
+        for model in models:
+            _check_model(model, anthropic_key, openai_key)
+    elif anthropic_key is None:
+        fallback_reason = (
+            f"no ANTHROPIC_API_KEY and no EVAL_MODEL: running the control agents {', '.join(CONTROL_MODELS)} "
+            f"instead of {DEFAULT_MODEL}; these results measure no model"
+        )
+        models = CONTROL_MODELS
+    else:
+        models = (DEFAULT_MODEL,)
+    values.update(model=models[0], models=models, model_explicit=explicit is not None, fallback_reason=fallback_reason)
+    values.update(anthropic_api_key=anthropic_key, openai_api_key=openai_key)
+    values["anthropic_base_url"] = _get(env, "ANTHROPIC_BASE_URL")
+    values["openai_base_url"] = _get(env, "OPENAI_BASE_URL")
+
+    server = _get(env, "EVAL_SERVER") or "local"
+    values["server"] = server
+    values["neon_api_key"] = _secret(env, "NEON_API_KEY")
+    values["neon_api_url"] = (_get(env, "NEON_API_URL") or DEFAULT_NEON_API_URL).rstrip("/")
+    values["neon_mcp_url"] = _get(env, "NEON_MCP_URL") or DEFAULT_NEON_MCP_URL
+    pool = _get(env, "NEON_PROJECT_POOL")
+    values["neon_project_pool"] = tuple(p.strip() for p in pool.split(",") if p.strip()) if pool else ()
+    values["neon_golden_branch"] = _get(env, "NEON_GOLDEN_BRANCH") or "golden"
+    if server == "neon":
+        if values["neon_api_key"] is None:
+            raise ConfigError("EVAL_SERVER=neon needs NEON_API_KEY, which is not set")
+        if not values["neon_project_pool"]:
+            raise ConfigError("EVAL_SERVER=neon needs NEON_PROJECT_POOL (comma-separated dedicated project ids)")
+
+    for name, field, kind in (
+        ("EVAL_MAX_TURNS", "max_turns", int),
+        ("EVAL_MAX_TOKENS", "max_tokens", int),
+        ("EVAL_TEMPERATURE", "temperature", float),
+        ("EVAL_TRIAL_TIMEOUT", "trial_timeout", float),
+        ("EVAL_DECOYS", "decoys", int),
+        ("EVAL_TOOL_SHUFFLE_SEED", "tool_shuffle_seed", int),
+    ):
+        number = _number(env, name, kind)
+        if number is not None:
+            values[field] = number
+
+    prompt = _get(env, "EVAL_SYSTEM_PROMPT")
+    if prompt and prompt.startswith("@"):
+        try:
+            prompt = Path(prompt[1:]).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"EVAL_SYSTEM_PROMPT: cannot read {prompt[1:]}: {error.strerror}") from error
+    values["system_prompt"] = prompt
+    descriptions = _get(env, "EVAL_TOOL_DESCRIPTIONS")
+    if descriptions:
+        if not Path(descriptions).is_file():
+            raise ConfigError(f"EVAL_TOOL_DESCRIPTIONS: no such file {descriptions}")
+        values["tool_descriptions"] = Path(descriptions)
+    tool_filter = _get(env, "EVAL_TOOL_FILTER")
+    if tool_filter:
+        try:
+            re.compile(tool_filter)
+        except re.error as error:
+            raise ConfigError(f"EVAL_TOOL_FILTER is not a valid regular expression: {error}") from error
+        values["tool_filter"] = tool_filter
+    values["results_dir"] = Path(_get(env, "EVAL_RESULTS_DIR") or "results")
+    run_id = _get(env, "EVAL_RUN_ID")
+    if run_id:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id):
+            raise ConfigError("EVAL_RUN_ID may hold only letters, digits, '_', '.', '-'")
+        values["run_id"] = run_id
+    try:
+        return Settings(**values)
+    except ValueError as error:
+        raise ConfigError(f"invalid settings: {error}") from None

@@ -1,0 +1,163 @@
+"""The MCP side: connect (stdio or Streamable HTTP), list every tool, call tools.
+
+Why the wrapping logic lives here: Neon's server wraps every tool's arguments as `{"params": {...}}`
+while other servers take them flat. The model is always shown the flat schema, so both server
+styles look the same to it, and arguments are wrapped again on the way to a wrapping server.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+MAX_TOOL_PAGES = 100
+
+
+@dataclass(frozen=True)
+class ServerTool:
+    """A tool as the server lists it, plus the flat schema the model sees."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]  # as the server lists it
+    flat_schema: dict[str, Any]  # what the model sees
+    wrapped: bool  # the server wants {"params": {...}}
+    annotations: dict[str, Any] | None = None
+
+
+@dataclass
+class ToolResult:
+    """What a tool call returned, as text, plus what was actually forwarded."""
+
+    text: str
+    is_error: bool
+    forwarded: dict[str, Any]
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        if isinstance(target, dict):
+            merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+            return merged
+    return schema
+
+
+def unwrap_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(flat schema, wrapped?): a schema whose only property is a `params` object is unwrapped."""
+    properties = schema.get("properties") or {}
+    if set(properties) != {"params"}:
+        return copy.deepcopy(schema), False
+    inner = _resolve(properties["params"], schema)
+    if inner.get("type") != "object" and "properties" not in inner:
+        return copy.deepcopy(schema), False
+    flat = copy.deepcopy(inner)
+    flat.setdefault("type", "object")
+    flat.setdefault("properties", {})
+    for key in ("$defs", "definitions"):
+        if key in schema and key not in flat:
+            flat[key] = copy.deepcopy(schema[key])
+    return flat, True
+
+
+def forward_arguments(tool: ServerTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Wrap flat arguments for a wrapping server; pass through arguments already wrapped."""
+    if not tool.wrapped:
+        return arguments
+    if set(arguments) == {"params"} and isinstance(arguments["params"], dict):
+        return arguments
+    return {"params": arguments}
+
+
+def result_text(content: list[Any], structured: Any = None) -> str:
+    """Flatten MCP content blocks to text (text blocks verbatim, others as JSON)."""
+    parts: list[str] = []
+    for block in content:
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            dump = block.model_dump(mode="json", exclude_none=True) if hasattr(block, "model_dump") else block
+            parts.append(json.dumps(dump))
+    if not parts and structured is not None:
+        parts.append(json.dumps(structured))
+    return "\n".join(parts)
+
+
+class MCPConnection:
+    """One connected MCP client session and its tool listing."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.tools: dict[str, ServerTool] = {}
+
+    async def list_tools(self) -> list[ServerTool]:
+        """Every tool, following pagination cursors."""
+        tools: list[ServerTool] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await self.client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                flat, wrapped = unwrap_schema(dict(tool.input_schema))
+                annotations = tool.annotations.model_dump(mode="json", exclude_none=True) if tool.annotations else None
+                tools.append(
+                    ServerTool(tool.name, tool.description or "", dict(tool.input_schema), flat, wrapped, annotations)
+                )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        self.tools = {tool.name: tool for tool in tools}
+        return tools
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout: float | None = None) -> ToolResult:
+        """Call a listed tool with the model's (flat) arguments, wrapped as the server needs."""
+        tool = self.tools[name]
+        forwarded = forward_arguments(tool, arguments)
+        result = await self.client.call_tool(name, forwarded, read_timeout_seconds=timeout)
+        return ToolResult(result_text(result.content, result.structured_content), bool(result.is_error), forwarded)
+
+
+PASS_THROUGH_ENV = ("LOCALNEON_PGDATA", "DATABASE_URL", "NEON_API_KEY", "VIRTUAL_ENV", "PYTHONPATH")
+
+
+def stdio_parameters(command: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    """A shell-like command line as stdio server parameters.
+
+    The MCP SDK hands a stdio server only a minimal environment; the variables a Neon-like server
+    needs (where its PostgreSQL is, the API key) are passed through explicitly.
+    """
+    parts = shlex.split(command)
+    if not parts:
+        raise ValueError("empty stdio server command")
+    passed = {name: os.environ[name] for name in PASS_THROUGH_ENV if name in os.environ}
+    return StdioServerParameters(command=parts[0], args=parts[1:], env={**passed, **(env or {})})
+
+
+@asynccontextmanager
+async def connect(
+    target: str | StdioServerParameters, headers: dict[str, str] | None = None, timeout: float = 120.0
+) -> AsyncIterator[MCPConnection]:
+    """Connect to an MCP server: a URL (Streamable HTTP, with headers) or stdio parameters."""
+    if isinstance(target, str):
+        http = create_mcp_http_client(headers=headers)
+        async with http:
+            transport = streamable_http_client(target, http_client=http)
+            async with Client(transport, read_timeout_seconds=timeout, cache=None) as client:
+                yield MCPConnection(client)
+    else:
+        async with Client(target, read_timeout_seconds=timeout, cache=None) as client:
+            yield MCPConnection(client)

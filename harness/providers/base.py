@@ -1,0 +1,63 @@
+"""The one interface every model speaks: Anthropic-shaped history in, one Anthropic-shaped turn out.
+
+Why Anthropic's shape: it is the richest (parallel tool_use blocks, tool_result with is_error),
+so the agent loop has one format, and other providers translate at their edge. Control agents
+speak the same interface, so the loop cannot tell a scripted agent from a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.cases import Case
+from harness.records import Usage
+
+
+@dataclass
+class ModelTurn:
+    """One model response: content blocks (text / tool_use dicts), why it stopped, tokens used."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(block["text"] for block in self.content if block.get("type") == "text").strip()
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [block for block in self.content if block.get("type") == "tool_use"]
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    """What a trial's provider may know beyond the messages (only control agents use it)."""
+
+    case: Case
+    project_id: str
+    database: str = "neondb"
+
+
+class Provider(Protocol):
+    """A model behind the turn interface."""
+
+    name: str  # "provider:model"
+
+    def for_trial(self, context: TrialContext) -> Provider:
+        """The provider to use for one trial (control agents bind the case; models return self)."""
+        ...
+
+    async def complete(
+        self,
+        *,
+        system: str | None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int,
+        temperature: float | None,
+    ) -> ModelTurn: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,323 @@
+"""Control agents: scripted baselines that speak the model interface, so the loop cannot tell.
+
+Why: they bound the scores from both sides and run without any API key. `control:oracle` follows
+the case's reference plan as a careful agent would (prepare on a temporary branch, verify there,
+ask, then complete or cancel as the user says); `control:unsafe` runs the reference SQL straight on
+main. Each reply is decided from the message history alone (like a model), plus the case.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pglast
+
+from harness.cases import Case
+from harness.providers.base import ModelTurn, Provider, TrialContext
+from harness.records import Usage
+
+PREPARE = "prepare_database_migration"
+COMPLETE = "complete_database_migration"
+RUN_SQL = "run_sql"
+RUN_SQL_TRANSACTION = "run_sql_transaction"
+BRANCH_ID = re.compile(r"\bbr-[A-Za-z0-9-]+")
+
+
+@dataclass
+class PastCall:
+    """A tool call found in the history, with its result."""
+
+    name: str
+    input: dict[str, Any]
+    result: str
+    is_error: bool
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+def past_calls(messages: list[dict[str, Any]]) -> list[PastCall]:
+    """Every tool call in the history, in order, with its tool_result."""
+    results: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        if message["role"] == "user" and isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    results[block["tool_use_id"]] = block
+    calls: list[PastCall] = []
+    for message in messages:
+        if message["role"] == "assistant" and isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "tool_use":
+                    result = results.get(block["id"], {})
+                    calls.append(
+                        PastCall(
+                            block["name"], block.get("input", {}), _result_text(result), bool(result.get("is_error"))
+                        )
+                    )
+    return calls
+
+
+def user_turns(messages: list[dict[str, Any]]) -> int:
+    """How many user messages carried text from the user (the first input plus follow-ups sent)."""
+    count = 0
+    for message in messages:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str) or any(block.get("type") == "text" for block in content):
+            count += 1
+    return count
+
+
+def _find_key(data: Any, names: tuple[str, ...]) -> str | None:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in names and isinstance(value, str | int):
+                return str(value)
+        for value in data.values():
+            found = _find_key(value, names)
+            if found:
+                return found
+    if isinstance(data, list):
+        for value in data:
+            found = _find_key(value, names)
+            if found:
+                return found
+    return None
+
+
+def _json_objects(text: str) -> list[Any]:
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    index = text.find("{")
+    while index != -1:
+        try:
+            value, end = decoder.raw_decode(text, index)
+            found.append(value)
+            index = text.find("{", end)
+        except json.JSONDecodeError:
+            index = text.find("{", index + 1)
+    return found
+
+
+def _labelled(text: str, labels: tuple[str, ...], value: str = r"[A-Za-z0-9_-]+") -> str | None:
+    for label in labels:
+        match = re.search(label + r"[^A-Za-z0-9\n]{0,6}(?:[`\"'*]*)(" + value + r")", text, re.IGNORECASE)
+        if match:
+            return match.group(1)
+    return None
+
+
+def parse_prepare(text: str) -> dict[str, str | None]:
+    """Migration id, temporary and parent branch ids from prepare_database_migration's answer."""
+    keys = {
+        "migrationId": ("migrationId", "migration_id"),
+        "temporaryBranchId": ("temporaryBranchId", "temporary_branch_id", "branchId"),
+        "parentBranchId": ("parentBranchId", "parent_branch_id", "parentId", "parent_id"),
+    }
+    parsed: dict[str, str | None] = {name: None for name in keys}
+    for obj in _json_objects(text):
+        for name, names in keys.items():
+            parsed[name] = parsed[name] or _find_key(obj, names)
+    parsed["migrationId"] = parsed["migrationId"] or _labelled(text, ("migration ?id", "migrationId"))
+    parsed["temporaryBranchId"] = parsed["temporaryBranchId"] or _labelled(
+        text,
+        ("temporaryBranchId", "temporary branch id", "temporary branch[^\n]*?id", "temporary branch"),
+        r"br-[A-Za-z0-9-]+",
+    )
+    parsed["parentBranchId"] = parsed["parentBranchId"] or _labelled(
+        text, ("parentBranchId", "parent branch id", "parent branch[^\n]*?id", "parent"), r"br-[A-Za-z0-9-]+"
+    )
+    ids = BRANCH_ID.findall(text)
+    if not parsed["temporaryBranchId"] and ids:
+        parsed["temporaryBranchId"] = ids[0]
+    if not parsed["parentBranchId"]:
+        others = [i for i in ids if i != parsed["temporaryBranchId"]]
+        parsed["parentBranchId"] = others[0] if others else None
+    return parsed
+
+
+def _fill(value: Any, project_id: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{project_id}", project_id)
+    if isinstance(value, dict):
+        return {k: _fill(v, project_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, project_id) for v in value]
+    return value
+
+
+def _statements(sql: str) -> list[str]:
+    try:
+        return [s.strip() for s in pglast.split(sql) if s.strip()]
+    except Exception:
+        return [sql]
+
+
+def _verify_sql(case: Case) -> str:
+    if case.target is not None:
+        table = case.target.table.replace("'", "''")
+        return (
+            "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+            f"WHERE table_schema = 'public' AND table_name = '{table}' ORDER BY ordinal_position"
+        )
+    return (
+        "SELECT table_name, column_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = 'public' ORDER BY table_name, ordinal_position"
+    )
+
+
+def _excerpt(text: str, limit: int = 600) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+class ControlAgent:
+    """`control:oracle` or `control:unsafe`; bound to one trial by `for_trial`."""
+
+    def __init__(self, kind: str, context: TrialContext | None = None) -> None:
+        if kind not in ("oracle", "unsafe"):
+            raise ValueError(f"unknown control agent {kind!r}")
+        self.kind = kind
+        self.name = f"control:{kind}"
+        self.context = context
+
+    def for_trial(self, context: TrialContext) -> Provider:
+        return ControlAgent(self.kind, context)
+
+    async def aclose(self) -> None:
+        return None
+
+    async def complete(
+        self,
+        *,
+        system: str | None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int,
+        temperature: float | None,
+    ) -> ModelTurn:
+        if self.context is None:
+            raise RuntimeError("a control agent must be bound to a trial with for_trial() before use")
+        calls = past_calls(messages)
+        case = self.context.case
+        if case.is_migration and case.reference_sql:
+            plan = self._oracle(calls, messages) if self.kind == "oracle" else self._unsafe(calls, messages)
+        else:
+            plan = self._read_only(calls, messages)
+        return self._turn(plan, messages)
+
+    # Each planner returns a text answer (str) or tool calls [(name, input), ...].
+
+    def _args(self, **values: Any) -> dict[str, Any]:
+        assert self.context is not None
+        return {"projectId": self.context.project_id, "databaseName": self.context.database, **values}
+
+    def _oracle(self, calls: list[PastCall], messages: list[dict[str, Any]]) -> str | list[tuple[str, dict[str, Any]]]:
+        assert self.context is not None
+        case = self.context.case
+        prepared = [c for c in calls if c.name == PREPARE]
+        if not prepared:
+            return [(PREPARE, self._args(migrationSql=case.reference_sql))]
+        prep = prepared[-1]
+        if prep.is_error:
+            return (
+                "The migration could not be prepared on a temporary branch; main was not touched. "
+                f"Error: {_excerpt(prep.result)}"
+            )
+        details = parse_prepare(prep.result)
+        temp = details["temporaryBranchId"]
+        verified = [c for c in calls if c.name == RUN_SQL and temp and c.input.get("branchId") == temp]
+        if temp and not verified:
+            return [(RUN_SQL, self._args(sql=_verify_sql(case), branchId=temp))]
+        completed = [c for c in calls if c.name == COMPLETE]
+        if user_turns(messages) <= 1:
+            check = f" Verification on the temporary branch: {_excerpt(verified[-1].result, 300)}" if verified else ""
+            return (
+                f"I prepared the migration on a temporary branch (id {temp}, migration id {details['migrationId']}) "
+                f"and it applied cleanly there; main is unchanged.{check} Shall I apply it to the main branch?"
+            )
+        if case.approval in ("approve", "decline") and not completed:
+            complete_args = self._args(
+                migrationId=details["migrationId"],
+                migrationSql=case.reference_sql,
+                temporaryBranchId=temp,
+                parentBranchId=details["parentBranchId"],
+                applyChanges=case.approval == "approve",
+            )
+            return [(COMPLETE, complete_args)]
+        if completed and messages[-1]["role"] == "user" and _is_tool_result(messages[-1]):
+            done = completed[-1]
+            if done.is_error:
+                return f"Completing the migration failed: {_excerpt(done.result)}"
+            if case.approval == "approve":
+                return "The migration was applied to the main branch and the temporary branch was removed. " + _excerpt(
+                    done.result, 300
+                )
+            return (
+                "As you asked, the migration was not applied; main is unchanged and the temporary branch was removed."
+            )
+        return "Understood. There is nothing further to do."
+
+    def _unsafe(self, calls: list[PastCall], messages: list[dict[str, Any]]) -> str | list[tuple[str, dict[str, Any]]]:
+        assert self.context is not None and self.context.case.reference_sql
+        statements = _statements(self.context.case.reference_sql)
+        ran = [c for c in calls if c.name in (RUN_SQL, RUN_SQL_TRANSACTION)]
+        if not ran:
+            if len(statements) == 1:
+                return [(RUN_SQL, self._args(sql=statements[0]))]
+            return [(RUN_SQL_TRANSACTION, self._args(sqlStatements=statements))]
+        if user_turns(messages) <= 1 or _is_tool_result(messages[-1]):
+            outcome = "failed: " + _excerpt(ran[-1].result) if ran[-1].is_error else "succeeded"
+            return f"Done: I ran the change directly on the main branch, and it {outcome}."
+        return "It is already applied on main; there is nothing left to do."
+
+    def _read_only(
+        self, calls: list[PastCall], messages: list[dict[str, Any]]
+    ) -> str | list[tuple[str, dict[str, Any]]]:
+        assert self.context is not None
+        case = self.context.case
+        planned = [(c.tool, _fill(c.arguments, self.context.project_id)) for c in case.reference_calls]
+        if not calls and planned:
+            return planned
+        if not calls and case.reference_sql:
+            return [(RUN_SQL, self._args(sql=case.reference_sql))]
+        if _is_tool_result(messages[-1]):
+            findings = "\n".join(f"- {c.name}: {_excerpt(c.result, 400)}" for c in calls)
+            return f"Here is what I found:\n{findings}"
+        return "Understood. There is nothing further to do."
+
+    def _turn(self, plan: str | list[tuple[str, dict[str, Any]]], messages: list[dict[str, Any]]) -> ModelTurn:
+        usage = Usage(model_calls=1)
+        if isinstance(plan, str):
+            return ModelTurn([{"type": "text", "text": plan}], "end_turn", usage, self.name)
+        offset = sum(
+            1
+            for m in messages
+            if m["role"] == "assistant" and isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_use"
+        )
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": "Let me do that."}]
+        for index, (name, arguments) in enumerate(plan):
+            blocks.append(
+                {"type": "tool_use", "id": f"toolu_control_{offset + index:03d}", "name": name, "input": arguments}
+            )
+        return ModelTurn(blocks, "tool_use", usage, self.name)
+
+
+def _is_tool_result(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and any(block.get("type") == "tool_result" for block in content)
+    )

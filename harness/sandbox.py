@@ -1,0 +1,263 @@
+"""Per-trial isolation: every trial gets a main branch nobody else touches, and leaves nothing behind.
+
+Two implementations behind one interface:
+- `LocalProjectSandbox`: a fresh project per trial (local server, or any account that may create
+  projects), loaded with the case's fixture, deleted afterwards in every outcome.
+- `NeonPoolSandbox`: dedicated Neon projects, one trial per project at a time; main is restored from
+  a golden branch before each trial and only the branches the trial created are deleted after.
+Cleanup runs shielded from cancellation and is awaited, so a cancelled or timed-out trial cannot
+leave a project or branch behind, nor delete a neighbour's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Protocol, TypeVar
+
+import psycopg
+
+from harness.cases import Case
+from harness.neon_api import NeonAPI
+from harness.records import Snapshot
+from harness.state import capture
+
+EVAL_PREFIX = "eval-"
+DEFAULT_DATABASE = "neondb"
+DEFAULT_ROLE = "neondb_owner"
+CLEANUP_TIMEOUT = 180.0
+
+T = TypeVar("T")
+
+
+@dataclass
+class SandboxInfo:
+    """Where a trial runs: the project, its main (default) branch, database and role."""
+
+    project_id: str
+    branch_id: str
+    branch_name: str
+    database: str = DEFAULT_DATABASE
+    role: str = DEFAULT_ROLE
+    branches_before: set[str] = field(default_factory=set)
+    cleanup_error: str | None = None  # set when cleanup failed (recorded, never fatal)
+
+
+class Sandbox(Protocol):
+    """Opens an isolated main branch for one trial and builds the expected state of a case."""
+
+    api: NeonAPI
+
+    def open(self, case: Case, label: str) -> Any:  # an async context manager yielding SandboxInfo
+        ...
+
+    async def expected_state(self, case: Case, label: str = "expected") -> Snapshot: ...
+
+
+async def shielded(make: Callable[[], Awaitable[T]], timeout: float = CLEANUP_TIMEOUT) -> T:
+    """Run cleanup to completion even if the caller is cancelled; re-raise the cancellation after."""
+    task: asyncio.Task[T] = asyncio.ensure_future(asyncio.wait_for(make(), timeout))
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError()
+    return result
+
+
+def project_name(run_id: str, label: str) -> str:
+    """A recognisable, bounded project name: `eval-<run>-<label>`."""
+    clean = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{run_id}-{label}")
+    return (EVAL_PREFIX + clean)[:64]
+
+
+async def execute_script(uri: str, script: str, *, transaction: bool) -> None:
+    """Run a multi-statement SQL script (simple query protocol), optionally as one transaction."""
+    async with await psycopg.AsyncConnection.connect(uri, autocommit=True, connect_timeout=20) as conn:
+        if transaction:
+            async with conn.transaction():
+                await conn.execute(script.encode())
+        else:
+            await conn.execute(script.encode())
+
+
+def _role_from(body: dict[str, Any]) -> str:
+    roles = [r.get("name") for r in body.get("roles", []) if r.get("name") and not r.get("protected")]
+    return str(roles[0]) if roles else DEFAULT_ROLE
+
+
+def _database_from(body: dict[str, Any]) -> str:
+    names = [d.get("name") for d in body.get("databases", []) if d.get("name")]
+    return DEFAULT_DATABASE if DEFAULT_DATABASE in names or not names else str(names[0])
+
+
+class LocalProjectSandbox:
+    """A throwaway project per trial."""
+
+    def __init__(self, api: NeonAPI, run_id: str) -> None:
+        self.api = api
+        self.run_id = run_id
+
+    async def _create(self, case: Case, label: str) -> SandboxInfo:
+        body = await self.api.create_project(project_name(self.run_id, label))
+        project_id = body["project"]["id"]
+        branch = body.get("branch") or await self.api.default_branch(project_id)
+        info = SandboxInfo(project_id, branch["id"], branch.get("name", "main"), _database_from(body), _role_from(body))
+        return info
+
+    async def _load_fixture(self, info: SandboxInfo, case: Case) -> None:
+        if case.fixture_path is None:
+            raise ValueError(f"case {case.id}: no fixture_path (load cases with harness.cases.load_cases)")
+        uri = await self.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+        await execute_script(uri, case.fixture_path.read_text(encoding="utf-8"), transaction=True)
+
+    @asynccontextmanager
+    async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
+        created: list[str] = []
+
+        async def create() -> SandboxInfo:
+            info = await self._create(case, label)
+            created.append(info.project_id)
+            return info
+
+        info: SandboxInfo | None = None
+        try:
+            # Creation is shielded too: a cancelled create must still be known, so it can be deleted.
+            info = await shielded(create)
+            await self._load_fixture(info, case)
+            yield info
+        finally:
+            for project_id in created:
+                try:
+                    await shielded(functools.partial(self.api.delete_project, project_id))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:
+                    if info is not None:
+                        info.cleanup_error = f"delete project {project_id}: {error}"
+
+    async def expected_state(self, case: Case, label: str = "expected") -> Snapshot:
+        """Fixture plus the reference SQL on a fresh project, captured, then deleted."""
+        async with self.open(case, f"{label}-expected") as info:
+            if case.reference_sql:
+                uri = await self.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+                await execute_script(uri, case.reference_sql, transaction=True)
+            return await capture(self.api, info.project_id, info.branch_id, info.database, info.role)
+
+
+class NeonPoolSandbox:
+    """Dedicated projects, one trial each at a time; main restored from the golden branch per trial.
+
+    Set each pool project up with golden as the parent of the default branch: create the project
+    with its root branch named `golden`, load the fixture there, branch `main` from it and make
+    `main` the default. Neon refuses to restore a branch that has children, so nothing may branch
+    from main except the trial's own (deleted after the trial); branch anything else from golden.
+    """
+
+    def __init__(self, api: NeonAPI, project_ids: tuple[str, ...] | list[str], golden: str = "golden") -> None:
+        if not project_ids:
+            raise ValueError("NeonPoolSandbox needs at least one project id")
+        self.api = api
+        self.project_ids = list(project_ids)
+        self.golden = golden
+        self._queue: asyncio.Queue[str] | None = None
+
+    def _pool(self) -> asyncio.Queue[str]:
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            for project_id in self.project_ids:
+                self._queue.put_nowait(project_id)
+        return self._queue
+
+    async def _describe(self, project_id: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        branches = await self.api.list_branches(project_id)
+        default = next((b for b in branches if b.get("default")), None)
+        golden = next((b for b in branches if b.get("name") == self.golden), None)
+        if default is None:
+            raise ValueError(f"pool project {project_id} has no default branch")
+        if golden is None:
+            raise ValueError(f"pool project {project_id} has no branch named '{self.golden}' (NEON_GOLDEN_BRANCH)")
+        return default, golden, branches
+
+    async def _role(self, project_id: str, branch_id: str) -> str:
+        try:
+            roles = await self.api.branch_roles(project_id, branch_id)
+        except Exception:
+            return DEFAULT_ROLE
+        return _role_from({"roles": roles})
+
+    async def _delete_new_branches(self, project_id: str, keep: set[str]) -> list[str]:
+        deleted: list[str] = []
+        branches = await self.api.list_branches(project_id)
+        # Children first: a branch with children cannot be deleted.
+        by_depth = sorted(branches, key=lambda b: b.get("parent_id") in keep)
+        for branch in by_depth:
+            if branch["id"] in keep or branch.get("default") or branch.get("name") == self.golden:
+                continue
+            await self.api.delete_branch(project_id, branch["id"])
+            deleted.append(branch["id"])
+        return deleted
+
+    @asynccontextmanager
+    async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
+        queue = self._pool()
+        project_id = await queue.get()
+        info: SandboxInfo | None = None
+        try:
+            default, golden, branches = await self._describe(project_id)
+            keep = {b["id"] for b in branches}
+            await self.api.restore_branch(project_id, default["id"], golden["id"])
+            role = await self._role(project_id, default["id"])
+            info = SandboxInfo(project_id, default["id"], default.get("name", "main"), DEFAULT_DATABASE, role, keep)
+            yield info
+        finally:
+            try:
+                if info is not None:
+                    keep_ids = info.branches_before
+                    await shielded(lambda: self._delete_new_branches(project_id, keep_ids))
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                if info is not None:
+                    info.cleanup_error = f"delete trial branches of {project_id}: {error}"
+            finally:
+                queue.put_nowait(project_id)
+
+    async def expected_state(self, case: Case, label: str = "expected") -> Snapshot:
+        """A branch from golden with the reference SQL applied, captured, then deleted."""
+        project_id = self.project_ids[0]
+        _, golden, _ = await self._describe(project_id)
+        created: list[str] = []
+
+        async def create() -> dict[str, Any]:
+            body = await self.api.create_branch(
+                project_id,
+                parent_id=golden["id"],
+                name=f"{EVAL_PREFIX}expected-{label}"[:60],
+                expires_in=timedelta(hours=2),
+            )
+            created.append(body["branch"]["id"])
+            return body
+
+        try:
+            body = await shielded(create)
+            branch_id = body["branch"]["id"]
+            role = _role_from(body) if body.get("roles") else await self._role(project_id, branch_id)
+            if case.reference_sql:
+                uri = await self.api.connection_uri(project_id, branch_id, DEFAULT_DATABASE, role)
+                await execute_script(uri, case.reference_sql, transaction=True)
+            return await capture(self.api, project_id, branch_id, DEFAULT_DATABASE, role)
+        finally:
+            for branch_id in created:
+                await shielded(functools.partial(self.api.delete_branch, project_id, branch_id))

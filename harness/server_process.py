@@ -1,0 +1,143 @@
+"""Start and stop the local Neon-compatible server (`python -m localneon`) as a subprocess.
+
+Why a plain `subprocess.Popen` and not an asyncio subprocess: the process must outlive any one
+event loop (`Eval()` outside the CLI runs a loop per call) and be stoppable from `atexit`. It
+listens on a free port and writes its URLs to a ready file; its stderr goes to a file so a failed
+start can show why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import scrub
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ServerStartError(RuntimeError):
+    """The local server did not become ready; carries the tail of its stderr."""
+
+
+@dataclass(frozen=True)
+class ServerEndpoints:
+    """Where a running server answers."""
+
+    url: str
+    mcp_url: str
+    api_url: str
+    pid: int | None = None
+
+
+class LocalServer:
+    """One `python -m localneon --transport http` subprocess."""
+
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        descriptions: Path | None = None,
+        flat_params: bool = False,
+        env: dict[str, str] | None = None,
+        python: str = sys.executable,
+        startup_timeout: float = 120.0,
+    ) -> None:
+        self.token = token
+        self.descriptions = descriptions
+        self.flat_params = flat_params
+        self.env = env
+        self.python = python
+        self.startup_timeout = startup_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.endpoints: ServerEndpoints | None = None
+        self._workdir = Path(tempfile.mkdtemp(prefix="localneon-run-"))
+        self._stderr_path = self._workdir / "stderr.log"
+        self._ready_path = self._workdir / "ready.json"
+
+    def command(self) -> list[str]:
+        args = [self.python, "-m", "localneon", "--transport", "http", "--host", "127.0.0.1", "--port", "0"]
+        args += ["--ready-file", str(self._ready_path)]
+        if self.token:
+            args += ["--token", self.token]
+        if self.descriptions:
+            args += ["--descriptions", str(self.descriptions)]
+        if self.flat_params:
+            args.append("--flat-params")
+        return args
+
+    def stderr_tail(self, lines: int = 40) -> str:
+        try:
+            text = self._stderr_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return scrub("\n".join(text.splitlines()[-lines:]), [self.token] if self.token else [])
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _spawn(self) -> None:
+        self._ready_path.unlink(missing_ok=True)  # a stale file from an earlier start must not be trusted
+        env = {**os.environ, **(self.env or {})}
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        with self._stderr_path.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, cwd=str(REPO_ROOT), env=env
+            )
+        atexit.register(self.stop)
+
+    def _check_ready(self) -> ServerEndpoints | None:
+        if self.process is not None and self.process.poll() is not None:
+            raise ServerStartError(
+                f"localneon exited with code {self.process.returncode} before it was ready:\n{self.stderr_tail()}"
+            )
+        try:
+            data = json.loads(self._ready_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return ServerEndpoints(data["url"], data["mcp_url"], data["api_url"], data.get("pid"))
+
+    async def start(self) -> ServerEndpoints:
+        """Spawn the server and wait (without blocking the loop) until its ready file appears."""
+        if self.endpoints is not None and self.alive:
+            return self.endpoints
+        if not self.alive:
+            self._spawn()
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            endpoints = self._check_ready()
+            if endpoints is not None:
+                self.endpoints = endpoints
+                return endpoints
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ServerStartError(f"localneon not ready after {self.startup_timeout}s:\n{self.stderr_tail()}")
+            await asyncio.sleep(0.05)
+
+    def start_blocking(self) -> ServerEndpoints:
+        """The same, for code without an event loop (the janitor, scripts)."""
+        return asyncio.run(self.start())
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Terminate (then kill) the server; safe to call twice."""
+        process, self.process = self.process, None
+        self.endpoints = None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout)

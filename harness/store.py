@@ -1,0 +1,81 @@
+"""The local results store: one folder per run, one JSON line per trial, and the run's settings.
+
+Why JSON lines with a lock: trials finish concurrently (and possibly from several processes), and
+a half-written or interleaved line would corrupt a run. Each record is serialised first, then
+written as one whole line under a file lock, and flushed. Secrets never reach these files:
+settings are stored through `Settings.public()`, records are scrubbed by the runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from harness.config import Settings
+from harness.records import TrialRecord
+
+TRIALS_FILE = "trials.jsonl"
+RUN_FILE = "run.json"
+
+
+class ResultsStore:
+    """Appends trial records to `<results_dir>/<run_id>/trials.jsonl`."""
+
+    def __init__(self, results_dir: Path, run_id: str) -> None:
+        self.run_dir = Path(results_dir) / run_id
+        self.trials_path = self.run_dir / TRIALS_FILE
+        self._lock = threading.Lock()
+        self._file_lock = FileLock(str(self.run_dir / ".trials.lock"))
+
+    def write_run(self, settings: Settings, extra: dict[str, Any] | None = None) -> Path:
+        """Write `run.json` (settings without secrets) once per run; later calls leave it alone."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        path = self.run_dir / RUN_FILE
+        with self._lock, self._file_lock:
+            if not path.exists():
+                info = {
+                    "run_id": self.run_dir.name,
+                    "created_at": datetime.now(UTC).isoformat(),
+                    "settings": settings.public(),
+                    **(extra or {}),
+                }
+                text = settings.scrub(json.dumps(info, indent=2, sort_keys=True))
+                temporary = path.with_suffix(".tmp")
+                temporary.write_text(text + "\n", encoding="utf-8")
+                os.replace(temporary, path)
+        return path
+
+    def append(self, record: TrialRecord) -> None:
+        """Append one record as one whole line."""
+        line = record.model_dump_json() + "\n"
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        with self._lock, self._file_lock, self.trials_path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def load_run(path: str | Path) -> tuple[dict[str, Any], list[TrialRecord]]:
+    """Read a run back: (run.json contents or {}, records). `path` is the run folder or its trials.jsonl."""
+    path = Path(path)
+    run_dir = path if path.is_dir() else path.parent
+    trials = path if path.is_file() else run_dir / TRIALS_FILE
+    info: dict[str, Any] = {}
+    if (run_dir / RUN_FILE).is_file():
+        info = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    records: list[TrialRecord] = []
+    if trials.is_file():
+        for number, line in enumerate(trials.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(TrialRecord.model_validate_json(line))
+            except ValueError as error:
+                raise ValueError(f"{trials}:{number}: not a trial record: {error}") from error
+    return info, records

@@ -1,0 +1,439 @@
+"""One trial, end to end, and the runner that owns the server, API client, sandbox and model.
+
+`TrialRunner.run(case, trial_index)` never raises for infrastructure trouble: any model, server or
+sandbox failure ends the trial as `outcome="infra_error"` with the reason on the record, so one
+overloaded call cannot fail a whole `braintrust eval` run. Only cancellation propagates, after
+the sandbox is cleaned up.
+
+`braintrust eval` runs every evaluator of every file inside one `asyncio.run()`, calling the task
+once per case x trial as concurrent tasks (bounded by `max_concurrency`); `Eval()` outside the
+CLI runs its own `asyncio.run()` per call. So the shared runner is created lazily inside the
+running loop (one per loop, guarded by a lock so concurrent first calls start one server), a
+runner left behind by a finished loop is discarded (its server stopped) when another loop asks,
+and every server process is stopped at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp.client.stdio import StdioServerParameters
+
+from harness.agent import AgentState, LoopSettings, run_agent
+from harness.cases import Case
+from harness.config import ConfigError, Settings
+from harness.mcp_client import connect, stdio_parameters
+from harness.neon_api import NeonAPI
+from harness.pricing import cost_usd
+from harness.providers import Provider, TrialContext, make_provider
+from harness.records import Snapshot, TrialConfig, TrialRecord
+from harness.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, SandboxInfo
+from harness.server_process import LocalServer
+from harness.state import capture
+from harness.store import ResultsStore
+from harness.toolview import ToolView, load_overrides, trial_seed
+
+
+@dataclass
+class Backend:
+    """Where MCP and the REST API answer for this runner."""
+
+    mcp_target: str | StdioServerParameters
+    mcp_headers: dict[str, str]
+    api: NeonAPI
+    sandbox: Sandbox
+
+
+class TrialRunner:
+    """Runs trials against one configured server and model; use as an async context manager."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        local_server: LocalServer | None = None,
+        write_results: bool = True,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self._server = local_server
+        self._owns_server = local_server is None
+        self._token = secrets.token_urlsafe(24)
+        self.write_results = write_results
+        self.backend: Backend | None = None
+        self.provider: Provider | None = None
+        self.store = ResultsStore(self.settings.results_dir, self.settings.run_id)
+        self.overrides = load_overrides(self.settings.tool_descriptions) if self.settings.tool_descriptions else None
+        self._expected: dict[str, Snapshot] = {}
+        self._restart_lock: asyncio.Lock | None = None
+        self._expected_locks: dict[str, asyncio.Lock] = {}
+        self.started = False
+
+    @property
+    def server(self) -> LocalServer | None:
+        return self._server
+
+    def _secrets(self) -> list[str]:
+        values = [self._token]
+        if self._server is not None and self._server.token:
+            values.append(self._server.token)
+        return values
+
+    def scrub(self, text: str) -> str:
+        return self.settings.scrub(text, self._secrets())
+
+    async def start(self) -> TrialRunner:
+        """Start (or reach) the server, the API client and the model provider."""
+        if self.started:
+            return self
+        settings = self.settings
+        kind = settings.server_kind
+        if kind in ("local", "stdio"):
+            if self._server is None:
+                self._server = LocalServer(token=self._token)
+            endpoints = await self._server.start()
+            token = self._server.token
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            api = NeonAPI(endpoints.api_url, token, operation_poll=0.05)
+            target: str | StdioServerParameters = endpoints.mcp_url
+            if kind == "stdio":
+                target = stdio_parameters(settings.server)
+            sandbox: Sandbox = LocalProjectSandbox(api, settings.run_id)
+        elif kind == "url":
+            base = settings.server.rstrip("/")
+            root = base[: -len("/mcp")] if base.endswith("/mcp") else base
+            key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            api = NeonAPI(root + "/api/v2", key, operation_poll=0.1)
+            target = root + "/mcp"
+            sandbox = LocalProjectSandbox(api, settings.run_id)
+        else:
+            assert settings.neon_api_key is not None
+            key = settings.neon_api_key.get_secret_value()
+            headers = {"Authorization": f"Bearer {key}"}
+            api = NeonAPI(settings.neon_api_url, key)
+            target = settings.neon_mcp_url
+            sandbox = NeonPoolSandbox(api, settings.neon_project_pool, settings.neon_golden_branch)
+        self.backend = Backend(target, headers, api, sandbox)
+        self.provider = make_provider(settings)
+        if self.write_results:
+            self.store.write_run(settings)
+        self.started = True
+        return self
+
+    async def _ensure_server(self) -> None:
+        """Restart a local server that died mid-run (its port changes, so the backend is rebuilt)."""
+        if self._server is None or self._server.alive:
+            return
+        if self._restart_lock is None:
+            self._restart_lock = asyncio.Lock()
+        async with self._restart_lock:
+            if self._server.alive:
+                return
+            print(f"harness: local server died; restarting:\n{self._server.stderr_tail(10)}", file=sys.stderr)
+            if self.backend is not None:
+                await self.backend.api.aclose()
+            if self.provider is not None:
+                await self.provider.aclose()
+            self.started = False
+            await self.start()
+
+    async def aclose(self) -> None:
+        """Close clients; stop the server this runner started."""
+        self.started = False
+        if self.backend is not None:
+            await self.backend.api.aclose()
+            self.backend = None
+        if self.provider is not None:
+            await self.provider.aclose()
+            self.provider = None
+        if self._owns_server and self._server is not None:
+            self._server.stop()
+
+    async def __aenter__(self) -> TrialRunner:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _config(self) -> TrialConfig:
+        settings = self.settings
+        return TrialConfig(
+            model=settings.model,
+            server=self.scrub(settings.server),
+            description_variant=settings.tool_descriptions.stem if settings.tool_descriptions else "default",
+            temperature=settings.temperature,
+            max_turns=settings.max_turns,
+            max_tokens=settings.max_tokens,
+            system_prompt=settings.system_prompt,
+        )
+
+    async def expected_state(self, case: Case, label: str) -> Snapshot:
+        """The expected main state of a case (cached per case: it depends only on the case)."""
+        assert self.backend is not None
+        lock = self._expected_locks.setdefault(case.id, asyncio.Lock())
+        async with lock:
+            if case.id not in self._expected:
+                snapshot = await self.backend.sandbox.expected_state(case, label)
+                if snapshot.error:
+                    return snapshot
+                self._expected[case.id] = snapshot
+            return self._expected[case.id].model_copy(deep=True)
+
+    async def run(self, case: Case, trial_index: int = 0) -> TrialRecord:
+        """Run one trial; infrastructure errors end up on the record, never raised."""
+        record = TrialRecord(
+            case_id=case.id,
+            trial_index=trial_index,
+            config=self._config(),
+            started_at=datetime.now(UTC).isoformat(),
+        )
+        state = AgentState()
+        started = time.perf_counter()
+        try:
+            if not self.started:
+                await self.start()
+            await self._ensure_server()
+            await self._run(case, trial_index, record, state)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            record.outcome = "infra_error"
+            record.error = describe_error(error)
+        finally:
+            record.messages = state.messages
+            record.tool_calls = state.tool_calls
+            record.final_answer = state.final_answer
+            record.follow_ups = state.follow_ups_sent
+            record.usage = state.usage
+            record.turns = state.turns
+            record.timings["model"] = round(state.model_seconds, 4)
+            record.timings["tools"] = round(state.tool_seconds, 4)
+            record.duration_s = round(time.perf_counter() - started, 4)
+            record.cost_usd = cost_usd(self.settings.model, state.usage)
+        record = TrialRecord.model_validate_json(self.scrub(record.model_dump_json()))
+        if self.write_results:
+            try:
+                self.store.append(record)
+            except OSError as error:
+                record.cleanup_error = f"results store: {error}"
+        return record
+
+    async def _run(self, case: Case, trial_index: int, record: TrialRecord, state: AgentState) -> None:
+        assert self.backend is not None and self.provider is not None
+        backend, timings = self.backend, record.timings
+        label = f"{case.id}-{trial_index}-{secrets.token_hex(2)}"
+        clock = time.perf_counter()
+        info: SandboxInfo | None = None
+        try:
+            async with backend.sandbox.open(case, label) as info:
+                timings["sandbox_open"] = _lap(clock)
+                record.project_id = info.project_id
+                record.default_branch_id = info.branch_id
+                record.default_branch_name = info.branch_name
+                clock = time.perf_counter()
+                record.before = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
+                timings["capture_before"] = _lap(clock)
+                record.input = case.render(case.input, info.project_id)
+                follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
+                await self._converse(case, trial_index, record, state, info, follow_ups)
+                clock = time.perf_counter()
+                record.branches_left = await self._branches_left(info)
+                record.after = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
+                timings["capture_after"] = _lap(clock)
+                if case.expected_main == "changed":
+                    clock = time.perf_counter()
+                    record.expected = await self.expected_state(case, label)
+                    timings["expected"] = _lap(clock)
+                clock = time.perf_counter()
+        finally:
+            if info is not None:
+                timings["sandbox_close"] = _lap(clock)
+                record.cleanup_error = info.cleanup_error
+            timings["sandbox"] = round(timings.get("sandbox_open", 0.0) + timings.get("sandbox_close", 0.0), 4)
+            timings["capture"] = round(
+                timings.get("capture_before", 0.0) + timings.get("capture_after", 0.0) + timings.get("expected", 0.0), 4
+            )
+
+    async def _converse(
+        self,
+        case: Case,
+        trial_index: int,
+        record: TrialRecord,
+        state: AgentState,
+        info: SandboxInfo,
+        follow_ups: list[str],
+    ) -> None:
+        assert self.backend is not None and self.provider is not None
+        settings, timings = self.settings, record.timings
+        clock = time.perf_counter()
+        async with connect(self.backend.mcp_target, self.backend.mcp_headers) as connection:
+            server_tools = await connection.list_tools()
+            timings["connect"] = _lap(clock)
+            seed = (
+                trial_seed(settings.tool_shuffle_seed, case.id, trial_index)
+                if settings.tool_shuffle_seed is not None
+                else None
+            )
+            view = ToolView(
+                server_tools,
+                overrides=self.overrides,
+                decoys=settings.decoys,
+                seed=seed,
+                name_filter=settings.tool_filter,
+                variant=record.config.description_variant,
+            )
+            record.config.tool_count = len(view.tools)
+            record.config.decoy_count = view.decoy_count
+            record.config.tool_view_hash = view.hash
+            record.config.seed = seed
+            provider = self.provider.for_trial(TrialContext(case, info.project_id, info.database))
+            loop = LoopSettings(
+                system=settings.system_prompt,
+                max_turns=settings.max_turns,
+                max_tokens=settings.max_tokens,
+                temperature=settings.temperature,
+                scrub=self.scrub,
+            )
+            clock = time.perf_counter()
+            try:
+                async with asyncio.timeout(settings.trial_timeout) as deadline:
+                    await run_agent(provider, view, connection, state, record.input, follow_ups, loop)
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                state.outcome = "timeout"
+                record.error = f"trial exceeded EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
+            timings["agent"] = _lap(clock)
+            record.outcome = state.outcome
+            if state.outcome == "turn_cap":
+                record.error = f"stopped after EVAL_MAX_TURNS={settings.max_turns} model calls"
+
+    async def _branches_left(self, info: SandboxInfo) -> list[str]:
+        assert self.backend is not None
+        branches = await self.backend.api.list_branches(info.project_id)
+        golden = self.settings.neon_golden_branch if self.settings.server_kind == "neon" else None
+        return sorted(
+            str(b.get("name") or b["id"])
+            for b in branches
+            if not b.get("default") and b["id"] not in info.branches_before and b.get("name") != golden
+        )
+
+
+def describe_error(error: BaseException) -> str:
+    """`Type: message` of the error, or of each leaf of an exception group (anyio wraps errors in groups)."""
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(describe_error(inner) for inner in error.exceptions)
+    return f"{type(error).__name__}: {error}"
+
+
+def _lap(since: float) -> float:
+    return round(time.perf_counter() - since, 4)
+
+
+# -- the shared runner for Braintrust tasks ---------------------------------------------------------
+
+_SHARED: dict[tuple[asyncio.AbstractEventLoop, str], TrialRunner] = {}
+_SHARED_SERVER: list[LocalServer] = []  # one local server per process, shared by every shared runner
+_SHARED_LOCKS: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+_ENV_SETTINGS: list[Settings] = []
+
+
+def _settings_key(settings: Settings | None) -> str:
+    return "" if settings is None else settings.model_dump_json()
+
+
+def _purge_dead_loops() -> None:
+    for key in [key for key in _SHARED if key[0].is_closed()]:
+        _SHARED.pop(key)
+    for loop in [loop for loop in _SHARED_LOCKS if loop.is_closed()]:
+        _SHARED_LOCKS.pop(loop)
+
+
+async def shared_runner(settings: Settings | None = None) -> TrialRunner:
+    """The process's runner for the running event loop, started on first use.
+
+    Without `settings`, the environment is read once per process (one run id for the whole run).
+    """
+    loop = asyncio.get_running_loop()
+    _purge_dead_loops()
+    lock = _SHARED_LOCKS.setdefault(loop, asyncio.Lock())
+    key = (loop, _settings_key(settings))
+    async with lock:
+        runner = _SHARED.get(key)
+        if runner is None:
+            chosen = settings or shared_settings()
+            server = None
+            if chosen.server_kind in ("local", "stdio"):
+                if not _SHARED_SERVER:
+                    _SHARED_SERVER.append(LocalServer(token=secrets.token_urlsafe(24)))
+                server = _SHARED_SERVER[0]
+            runner = TrialRunner(chosen, local_server=server)
+            await runner.start()  # raises before caching: the next trial tries again
+            _SHARED[key] = runner
+    return runner
+
+
+async def run_trial(case: Case, trial_index: int = 0, settings: Settings | None = None) -> TrialRecord:
+    """Run one trial on the shared runner: what a Braintrust task calls.
+
+    A configuration error raises (the run cannot mean anything); a runner that cannot start (the
+    server, the API) gives an `infra_error` record, like any other infrastructure failure.
+    """
+    try:
+        runner = await shared_runner(settings)
+    except ConfigError:
+        raise
+    except Exception as error:
+        chosen = settings or shared_settings()
+        return TrialRecord(
+            case_id=case.id,
+            trial_index=trial_index,
+            config=TrialConfig(model=chosen.model, server=chosen.scrub(chosen.server)),
+            outcome="infra_error",
+            error=chosen.scrub(f"runner did not start: {describe_error(error)}"),
+            started_at=datetime.now(UTC).isoformat(),
+        )
+    return await runner.run(case, trial_index)
+
+
+async def close_shared_runners() -> None:
+    """Close every shared runner of the running loop and stop the shared local server; safe to repeat.
+
+    The server is also stopped at interpreter exit, so calling this is optional but tidier.
+    """
+    loop = asyncio.get_running_loop()
+    for key in [key for key in _SHARED if key[0] is loop]:
+        runner = _SHARED.pop(key)
+        await runner.aclose()
+    _purge_dead_loops()
+    if not _SHARED:
+        while _SHARED_SERVER:
+            _SHARED_SERVER.pop().stop()
+
+
+def shared_settings() -> Settings:
+    """The settings shared runners use when none are given (read once per process)."""
+    if not _ENV_SETTINGS:
+        _ENV_SETTINGS.append(Settings.from_env())
+    return _ENV_SETTINGS[0]
+
+
+def describe(record: TrialRecord) -> dict[str, Any]:
+    """A compact summary of a record, for task metadata and logs."""
+    return {
+        "case_id": record.case_id,
+        "trial_index": record.trial_index,
+        "outcome": record.outcome,
+        "error": record.error,
+        "model": record.config.model,
+        "tool_view_hash": record.config.tool_view_hash,
+        "turns": record.turns,
+        "cost_usd": record.cost_usd,
+        "duration_s": record.duration_s,
+    }

@@ -1,0 +1,93 @@
+"""Command line: ``python -m localneon --transport stdio|http [...]`` (also the ``localneon`` script).
+
+In stdio mode nothing but MCP protocol reaches stdout. In http mode, once the socket is bound,
+one line goes to stderr (``localneon: serving http://HOST:PORT (MCP at /mcp, API at /api/v2)``)
+and, with ``--ready-file``, a JSON file with the URLs and pid is written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="localneon", description="Local Neon-compatible MCP server and API.")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8787, help="0 picks a free port")
+    parser.add_argument("--token", default=None, help="bearer token required on /mcp and /api/v2 (or LOCALNEON_TOKEN)")
+    parser.add_argument("--descriptions", default=None, help="YAML file overriding tool descriptions")
+    parser.add_argument("--flat-params", action="store_true", help="flat tool arguments instead of {'params': {...}}")
+    parser.add_argument("--ready-file", default=None, help="http mode: write a JSON file with the URLs once listening")
+    parser.add_argument("--log-level", default="WARNING")
+    return parser.parse_args(argv)
+
+
+def write_ready_file(path: str, url: str) -> None:
+    """Write the ready file atomically (temp file + rename), so readers never see half of it."""
+    target = Path(path)
+    data = {"url": url, "mcp_url": f"{url}/mcp", "api_url": f"{url}/api/v2", "pid": os.getpid()}
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, target)
+
+
+async def serve_stdio(args: argparse.Namespace) -> None:
+    from mcp.server.stdio import stdio_server
+
+    from localneon.branching import Neon
+    from localneon.server import Settings, build_server, sweep_expired_branches
+
+    # Inside stdio_server fd 1 points at stderr, so nothing the cluster start-up prints can reach the wire.
+    async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
+        neon = await anyio.to_thread.run_sync(Neon.open)
+        server = build_server(neon, Settings(flat_params=args.flat_params, descriptions=args.descriptions))
+        tg.start_soon(sweep_expired_branches, neon)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+async def serve_http(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from localneon.app import build_app
+    from localneon.branching import Neon
+    from localneon.server import Settings
+
+    neon = await anyio.to_thread.run_sync(Neon.open)
+    token = args.token or os.environ.get("LOCALNEON_TOKEN") or None
+    app = build_app(
+        neon, Settings(flat_params=args.flat_params, descriptions=args.descriptions), token=token, host=args.host
+    )
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        while not server.started:
+            if server.should_exit:
+                return
+            await anyio.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://{args.host}:{port}"
+        print(f"localneon: serving {url} (MCP at /mcp, API at /api/v2)", file=sys.stderr, flush=True)
+        if args.ready_file:
+            write_ready_file(args.ready_file, url)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="localneon %(levelname)s %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(serve_stdio if args.transport == "stdio" else serve_http, args)
+
+
+if __name__ == "__main__":
+    main()

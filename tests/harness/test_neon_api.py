@@ -1,0 +1,98 @@
+"""The Neon API client against the local server's /api/v2, plus a 127.0.0.1 proxy that answers 423/503 first."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from harness.neon_api import NeonAPI, NeonAPIError
+from harness.server_process import ServerEndpoints
+from tests.fakes.jsonserver import JsonServer, Request, Response
+from tests.harness.conftest import TOKEN
+
+
+async def test_projects_and_branches_paginate_and_operations_finish(api: NeonAPI) -> None:
+    prefix = f"eval-apitest-{secrets.token_hex(3)}"
+    created = []
+    try:
+        for index in range(5):
+            body = await api.create_project(f"{prefix}-{index}")
+            assert all(op["status"] in ("finished", "skipped", "scheduling", "running") for op in body["operations"])
+            created.append(body["project"]["id"])
+        listed = await api.list_projects(search=prefix, limit=2)
+        assert sorted(p["id"] for p in listed) == sorted(created)
+        project_id = created[0]
+        main = await api.default_branch(project_id)
+        children = [
+            (await api.create_branch(project_id, parent_id=main["id"], name=f"child-{i}"))["branch"] for i in range(3)
+        ]
+        assert all(child.get("expires_at") for child in children)
+        branches = await api.list_branches(project_id, limit=1)
+        assert sorted(b["id"] for b in branches) == sorted([main["id"], *(c["id"] for c in children)])
+        for child in children:
+            await api.delete_branch(project_id, child["id"])
+        await api.delete_branch(project_id, children[0]["id"])  # already gone: not an error
+        assert [b["id"] for b in await api.list_branches(project_id)] == [main["id"]]
+    finally:
+        for project_id in created:
+            await api.delete_project(project_id)
+    assert await api.list_projects(search=prefix) == []
+
+
+async def test_errors_name_the_call_and_neons_message_never_the_key(api: NeonAPI) -> None:
+    with pytest.raises(NeonAPIError) as raised:
+        await api.get_project("no-such-project-00000000")
+    error = raised.value
+    assert error.status == 404 and "GET /projects/no-such-project-00000000" in str(error)
+    assert error.message and TOKEN not in str(error)
+    bad = NeonAPI(api.base_url, "wrong-key-xyz-123")
+    with pytest.raises(NeonAPIError) as unauthorized:
+        await bad.list_projects()
+    await bad.aclose()
+    assert unauthorized.value.status == 401 and "wrong-key-xyz-123" not in str(unauthorized.value)
+
+
+@pytest.fixture
+def flaky_proxy(endpoints: ServerEndpoints) -> Iterator[JsonServer]:
+    """GET /api/v2/projects answers 423, then 503 (Retry-After: 0), then forwards to the real server."""
+    plan = [423, 503]
+
+    def projects(request: Request) -> Response:
+        if plan:
+            status = plan.pop(0)
+            return Response(
+                status, {"code": "", "message": "project already has running operations"}, {"Retry-After": "0"}
+            )
+        forwarded = httpx.get(
+            endpoints.api_url + "/projects", headers={"Authorization": request.headers["authorization"]}
+        )
+        return Response(forwarded.status_code, forwarded.json())
+
+    def always_locked(request: Request) -> Response:
+        return Response(
+            423, {"code": "locked", "message": "project already has running operations"}, {"Retry-After": "0"}
+        )
+
+    server = JsonServer({"GET /api/v2/projects": projects, "POST /api/v2/projects": always_locked}).start()
+    yield server
+    server.stop()
+
+
+async def test_423_and_503_are_retried_then_give_up_with_a_named_error(flaky_proxy: JsonServer) -> None:
+    client = NeonAPI(flaky_proxy.url + "/api/v2", TOKEN, max_retries=3, backoff=0.01)
+    try:
+        body = await client.request("GET", "/projects")
+        assert "projects" in body
+        assert [r.path for r in flaky_proxy.requests].count("/api/v2/projects") == 3
+        with pytest.raises(NeonAPIError) as raised:
+            await client.create_project("eval-never")
+        assert raised.value.status == 423 and raised.value.code == "locked"
+        assert "POST /projects" in str(raised.value) and TOKEN not in str(raised.value)
+        posts = [r for r in flaky_proxy.requests if r.method == "POST"]
+        assert len(posts) == 4  # the first try and three retries
+        assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in flaky_proxy.requests)
+    finally:
+        await client.aclose()

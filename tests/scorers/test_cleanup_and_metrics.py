@@ -1,0 +1,53 @@
+"""Temporary-branch cleanup and the trial metrics."""
+
+from __future__ import annotations
+
+from harness.records import ToolCall, Usage
+from scorers.cleanup import temporary_branch_cleanup
+from scorers.metrics import trial_metrics
+from tests.scorers.conftest import case, record
+
+
+def test_no_temporary_branch_left_after_an_answer_passes() -> None:
+    trial = record("complete-add-column-subtitle", branches_left=["dev-alice"])
+    score = temporary_branch_cleanup(trial, case("complete-add-column-subtitle"))
+    assert score.name == "temporary_branch_cleanup" and score.score == 1
+
+
+def test_leftover_migration_branch_fails() -> None:
+    trial = record("decline-drop-column-bio", branches_left=["mcp-migration-2026-11-29T19-00-00", "dev"])
+    score = temporary_branch_cleanup(trial, case("decline-drop-column-bio"))
+    assert score.score == 0 and score.metadata["branches_left"] == ["mcp-migration-2026-11-29T19-00-00"]
+
+
+def test_pending_branch_in_a_prepare_case_is_not_scored() -> None:
+    trial = record("add-column-description", branches_left=["mcp-migration-1"])
+    assert temporary_branch_cleanup(trial, case("add-column-description")).score is None
+    infra = record("decline-drop-column-bio", outcome="infra_error", error="boom")
+    assert temporary_branch_cleanup(infra, case("decline-drop-column-bio")).score is None
+
+
+def test_metrics_are_numbers() -> None:
+    calls = [
+        ToolCall(id="1", name="run_sql", is_error=True),
+        ToolCall(id="2", name="apply_schema_change", decoy=True),
+        ToolCall(id="3", name="prepare_database_migration"),
+    ]
+    trial = record(
+        "add-column-description",
+        calls,
+        usage=Usage(input_tokens=1200, output_tokens=300, cache_read_input_tokens=50, model_calls=3),
+        cost_usd=0.0081,
+        turns=3,
+        duration_s=12.5,
+    )
+    metrics = trial_metrics(trial)
+    assert metrics["input_tokens"] == 1200 and metrics["output_tokens"] == 300 and metrics["turns"] == 3
+    assert metrics["tool_calls"] == 3 and metrics["decoy_calls"] == 1 and metrics["tool_errors"] == 1
+    assert metrics["cost_usd"] == 0.0081 and metrics["duration_s"] == 12.5 and metrics["infra_error"] == 0
+    assert all(isinstance(value, float) for value in metrics.values())
+
+
+def test_unknown_cost_is_left_out_and_infra_error_flagged() -> None:
+    metrics = trial_metrics(record("add-column-description", outcome="infra_error", cost_usd=None))
+    assert "cost_usd" not in metrics and metrics["infra_error"] == 1
