@@ -45,12 +45,27 @@ def trial_scores(result: Any) -> TrialScores:
     )
 
 
+def per_case_scores(results: list[Any]) -> dict[str, dict[str, list[float | None]]]:
+    """Every trial's scores grouped by case, for tools (and tests) that look below the averages."""
+    cases: dict[str, dict[str, list[float | None]]] = {}
+    for item in results:
+        trial = trial_scores(item)
+        for name, value in trial.scores.items():
+            cases.setdefault(trial.case_id, {}).setdefault(name, []).append(value)
+    return cases
+
+
 def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> dict[str, Any]:
     summary = summarise([trial_scores(item) for item in result.results])
     failures = [item for item in result.results if item.error]
     title = evaluator.experiment_name or evaluator.eval_name
     if jsonl:
-        line = {"experiment": title, "braintrust": result.summary.as_dict(), "stats": asdict(summary)}
+        line = {
+            "experiment": title,
+            "braintrust": result.summary.as_dict(),
+            "stats": asdict(summary),
+            "cases": per_case_scores(result.results),
+        }
         print(json.dumps(line, default=str))
     else:
         print(str(result.summary))

@@ -73,8 +73,9 @@ async def execute_tool(
             text, is_error = result.text, result.is_error
         except MCPError as error:
             text, is_error = f"Error: {error}", True
-        except TimeoutError as error:
-            raise InfraError(f"tool {name} did not answer within {loop.tool_timeout}s") from error
+        except TimeoutError:
+            # A slow tool is part of what the model did (a heavy query), not an infrastructure failure.
+            text, is_error = f"Error: the tool did not answer within {loop.tool_timeout}s", True
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except Exception as error:

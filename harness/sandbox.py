@@ -28,6 +28,7 @@ from harness.records import Snapshot
 from harness.state import capture
 
 EVAL_PREFIX = "eval-"
+EXPECTED_PREFIX = EVAL_PREFIX + "expected-"  # branches expected_state() makes (and deletes) on a pool project
 DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"
 CLEANUP_TIMEOUT = 180.0
@@ -203,8 +204,11 @@ class NeonPoolSandbox:
         # Children first: a branch with children cannot be deleted.
         by_depth = sorted(branches, key=lambda b: b.get("parent_id") in keep)
         for branch in by_depth:
-            if branch["id"] in keep or branch.get("default") or branch.get("name") == self.golden:
+            name = str(branch.get("name") or "")
+            if branch["id"] in keep or branch.get("default") or name == self.golden:
                 continue
+            if name.startswith(EXPECTED_PREFIX):
+                continue  # a concurrent expected_state() owns it and deletes it itself
             await self.api.delete_branch(project_id, branch["id"])
             deleted.append(branch["id"])
         return deleted
@@ -216,7 +220,12 @@ class NeonPoolSandbox:
         info: SandboxInfo | None = None
         try:
             default, golden, branches = await self._describe(project_id)
-            keep = {b["id"] for b in branches}
+            # Children of main can only be leftovers of a crashed trial (this process holds the project
+            # alone), and Neon will not restore a branch that has children: remove them first.
+            stale = [b for b in branches if b.get("parent_id") == default["id"] and b["id"] != golden["id"]]
+            for branch in stale:
+                await self.api.delete_branch(project_id, branch["id"])
+            keep = {b["id"] for b in branches} - {b["id"] for b in stale}
             await self.api.restore_branch(project_id, default["id"], golden["id"])
             role = await self._role(project_id, default["id"])
             info = SandboxInfo(project_id, default["id"], default.get("name", "main"), DEFAULT_DATABASE, role, keep)
@@ -244,7 +253,7 @@ class NeonPoolSandbox:
             body = await self.api.create_branch(
                 project_id,
                 parent_id=golden["id"],
-                name=f"{EVAL_PREFIX}expected-{label}"[:60],
+                name=f"{EXPECTED_PREFIX}{label}"[:60],
                 expires_in=timedelta(hours=2),
             )
             created.append(body["branch"]["id"])

@@ -33,7 +33,7 @@ from harness.neon_api import NeonAPI
 from harness.pricing import cost_usd
 from harness.providers import Provider, TrialContext, make_provider
 from harness.records import Snapshot, TrialConfig, TrialRecord
-from harness.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, SandboxInfo
+from harness.sandbox import EXPECTED_PREFIX, LocalProjectSandbox, NeonPoolSandbox, Sandbox, SandboxInfo
 from harness.server_process import LocalServer
 from harness.state import capture
 from harness.store import ResultsStore
@@ -321,7 +321,10 @@ class TrialRunner:
         return sorted(
             str(b.get("name") or b["id"])
             for b in branches
-            if not b.get("default") and b["id"] not in info.branches_before and b.get("name") != golden
+            if not b.get("default")
+            and b["id"] not in info.branches_before
+            and b.get("name") != golden
+            and not str(b.get("name") or "").startswith(EXPECTED_PREFIX)
         )
 
 

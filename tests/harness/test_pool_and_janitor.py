@@ -63,6 +63,14 @@ async def test_pool_restores_main_and_deletes_only_trial_branches(
     assert approved.after and approved.expected and approved.after.tables == approved.expected.tables
     remaining = {b["id"] for b in await api.list_branches(project_id)}
     assert remaining == {approved.default_branch_id, golden_id, keep_id}
+    # A crashed trial's branch off main would block the restore: the next trial removes it first.
+    assert approved.default_branch_id is not None
+    await api.create_branch(project_id, parent_id=approved.default_branch_id, name="mcp-migration-crashed")
+    sandbox = NeonPoolSandbox(api, [project_id], "golden")
+    async with sandbox.open(make_case(), "after-crash") as info:
+        assert info.branch_id == approved.default_branch_id
+    remaining = {b["id"] for b in await api.list_branches(project_id)}
+    assert remaining == {approved.default_branch_id, golden_id, keep_id}
 
 
 async def test_janitor_deletes_old_eval_projects_and_pool_branches(

@@ -1,0 +1,140 @@
+"""What every eval file shares: dataset rows, the task, scorers and experiment metadata.
+
+An eval file only says which scenario it measures; this module defines one Braintrust `Eval` per
+model named in `EVAL_MODEL` (or both control agents when no model key is set), so experiments for
+different models, servers and description variants line up side by side in the Braintrust UI.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from functools import cache
+from typing import Any
+
+from braintrust import Eval, EvalCase
+
+from evals._report import REPORTER, parse_floors
+from harness.cases import REPO_ROOT, Case, Scenario, load_cases
+from harness.config import Settings
+from harness.records import TrialRecord
+from harness.trial import run_trial, shared_settings
+from scorers.adapters import SCORERS
+from scorers.metrics import trial_metrics
+
+# The CLI logs at INFO; one line per HTTP request to the server under test drowns the summaries.
+for _noisy in ("httpx", "httpx2", "mcp"):
+    logging.getLogger(_noisy).setLevel(logging.WARNING)
+
+DEFAULT_PROJECT = "neon-mcp-evals"
+DEFAULT_TRIALS = 20  # as in Neon's original suite
+DEFAULT_CONCURRENCY = 4
+
+
+def _positive_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{name} must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+@cache
+def git_commit() -> str:
+    """The checkout's commit (with `-dirty` when files changed), so a result says what code made it."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit}-dirty" if dirty.strip() else commit
+
+
+def description_variant(settings: Settings) -> str:
+    overrides = settings.tool_descriptions.stem if settings.tool_descriptions else None
+    server_side = os.environ.get("LOCALNEON_DESCRIPTIONS")
+    parts = [part for part in (overrides, server_side and os.path.basename(server_side).rsplit(".", 1)[0]) if part]
+    return "+".join(parts) or "default"
+
+
+def experiment_metadata(eval_name: str, settings: Settings, cases: list[Case], trials: int) -> dict[str, Any]:
+    return {
+        "eval": eval_name,
+        "model": settings.model,
+        "server": settings.scrub(settings.server),
+        "description_variant": description_variant(settings),
+        "decoys": settings.decoys,
+        "tool_shuffle_seed": settings.tool_shuffle_seed,
+        "tool_filter": settings.tool_filter,
+        "trials_per_case": trials,
+        "cases": len(cases),
+        "dataset": os.environ.get("EVAL_DATASET") or "bundled",
+        "git_commit": git_commit(),
+        "run_id": settings.run_id,
+    }
+
+
+def rows(cases: list[Case]) -> list[EvalCase[str, str]]:
+    """One Braintrust row per case; the case itself travels in metadata for the task and scorers."""
+    return [
+        EvalCase(
+            input=case.input,
+            expected=case.expected_answer,
+            metadata={
+                "case_id": case.id,
+                "scenario": case.scenario,
+                "fixture": case.fixture,
+                "case": case.model_dump(mode="json"),
+            },
+            tags=case.tags,
+            trial_count=case.trial_count,
+        )
+        for case in cases
+    ]
+
+
+def make_task(settings: Settings) -> Any:
+    """The Braintrust task: one trial of one case (the runner also keeps it in the results store)."""
+
+    async def task(input: str, hooks: Any) -> str:
+        case = Case.model_validate(hooks.metadata["case"])
+        record: TrialRecord = await run_trial(case, hooks.trial_index, settings)
+        hooks.metadata["trial"] = record.model_dump(mode="json")
+        hooks.metadata["outcome"] = record.outcome
+        hooks.metadata["tool_sequence"] = [call.name for call in record.tool_calls]
+        hooks.span.log(metrics=trial_metrics(record))
+        return record.final_answer
+
+    return task
+
+
+def define_evals(eval_name: str, scenario: Scenario) -> None:
+    """Declare one `Eval` per model for the cases of `scenario`."""
+    base = shared_settings()
+    parse_floors(os.environ.get("EVAL_MIN_PASS", ""))  # a malformed floor stops the run before it starts
+    cases = load_cases(scenario=scenario)
+    if not cases:
+        return
+    trials = _positive_int("EVAL_TRIALS", DEFAULT_TRIALS)
+    concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
+    project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
+    for model in base.models:
+        settings = base.for_model(model)
+        metadata = experiment_metadata(eval_name, settings, cases, trials)
+        variant = metadata["description_variant"]
+        Eval(
+            project,
+            experiment_name=f"{eval_name} · {model} · {settings.server_kind} · {variant}",
+            data=rows(cases),
+            task=make_task(settings),
+            scores=SCORERS,
+            trial_count=trials,
+            max_concurrency=concurrency,
+            metadata=metadata,
+            tags=[scenario, model.split(":", 1)[0]],
+            reporter=REPORTER,
+        )

@@ -1,0 +1,48 @@
+"""Run the real `braintrust eval` CLI in a subprocess, offline, and read its JSON-lines summaries."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TEST_PGDATA = REPO_ROOT / ".localneon" / "test-pgdata"
+# Variables a developer's shell may hold that would change what the run measures.
+_STRIPPED = ("ANTHROPIC_", "OPENAI_", "BRAINTRUST_", "EVAL_", "NEON_", "LOCALNEON_")
+
+
+def offline_env(results_dir: Path, **extra: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith(_STRIPPED)}
+    env.update(
+        {
+            "LOCALNEON_PGDATA": str(TEST_PGDATA),
+            "EVAL_RESULTS_DIR": str(results_dir),
+            "EVAL_JUDGE_PROVIDER": "none",
+            "EVAL_TRIALS": "1",
+            **extra,
+        }
+    )
+    return env
+
+
+def run_braintrust_eval(env: dict[str, str], *paths: str, timeout: float = 400) -> list[dict[str, Any]]:
+    """`braintrust eval --no-send-logs --jsonl` over `paths`; the reporter's lines, one per experiment."""
+    executable = Path(sys.executable).parent / "braintrust"
+    command = [str(executable), "eval", "--no-send-logs", "--terminate-on-failure", "--jsonl", "--no-progress-bars"]
+    completed = subprocess.run(
+        [*command, *(paths or ("evals",))],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert completed.returncode == 0, f"braintrust eval failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-5000:]}"
+    lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith('{"experiment"')]
+    assert lines, f"no summaries printed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+    return lines

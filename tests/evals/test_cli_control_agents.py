@@ -1,0 +1,76 @@
+"""Acceptance: offline, the real CLI runs all three evals with both control agents, and the scores
+separate careful behaviour from unsafe behaviour case by case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cases import load_cases
+from harness.store import load_run
+from scorers.sqlinfo import analyse
+from tests.evals.cli import offline_env, run_braintrust_eval
+
+SAFETY_SCORES = ("main_branch_integrity", "data_integrity", "tool_trajectory")
+
+
+@pytest.fixture(scope="module")
+def summaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    results = tmp_path_factory.mktemp("results")
+    lines = run_braintrust_eval(offline_env(results))
+    return {line["experiment"]: line for line in lines} | {"_results": {"dir": results}}
+
+
+def _experiment(summaries: dict[str, dict], eval_name: str, agent: str) -> dict:
+    matches = [line for name, line in summaries.items() if name.startswith(f"{eval_name} · control:{agent} ")]
+    assert len(matches) == 1, f"expected one {eval_name}/{agent} experiment, got {sorted(summaries)}"
+    return matches[0]
+
+
+@pytest.mark.parametrize("eval_name", ["prepare_migration", "complete_migration", "tool_selection"])
+def test_the_oracle_scores_full_marks_on_every_safety_score(summaries: dict[str, dict], eval_name: str) -> None:
+    experiment = _experiment(summaries, eval_name, "oracle")
+    assert experiment["cases"], "no cases ran"
+    for case_id, scores in experiment["cases"].items():
+        for name in SAFETY_SCORES:
+            assert scores[name] == [1.0], f"oracle {eval_name}/{case_id}: {name} = {scores[name]}"
+    for name in SAFETY_SCORES:
+        assert experiment["braintrust"]["scores"][name]["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("eval_name", "scenario"),
+    [("prepare_migration", "prepare"), ("complete_migration", "complete"), ("tool_selection", "tool_selection")],
+)
+def test_the_unsafe_agent_fails_integrity_and_trajectory_where_it_should(
+    summaries: dict[str, dict], eval_name: str, scenario: str
+) -> None:
+    experiment = _experiment(summaries, eval_name, "unsafe")
+    cases = {case.id: case for case in load_cases(scenario=scenario)}  # type: ignore[arg-type]
+    assert set(experiment["cases"]) == set(cases)
+    checked_integrity = checked_trajectory = 0
+    for case_id, scores in experiment["cases"].items():
+        case = cases[case_id]
+        changes_schema = bool(case.reference_sql) and analyse(case.reference_sql or "").has_ddl
+        if case.expected_main == "unchanged" and changes_schema:
+            assert scores["main_branch_integrity"] == [0.0], f"{case_id}: unsafe run left main intact?"
+            checked_integrity += 1
+        if "prepare_database_migration" in case.required_tools:
+            assert scores["tool_trajectory"] == [0.0], f"{case_id}: bypassing prepare scored {scores}"
+            checked_trajectory += 1
+    if scenario != "tool_selection":
+        assert checked_trajectory == len(cases)
+    assert checked_integrity > 0 or scenario == "tool_selection"
+
+
+def test_every_trial_is_kept_in_the_results_store(summaries: dict[str, dict]) -> None:
+    results_dir: Path = summaries["_results"]["dir"]
+    runs = list(results_dir.iterdir())
+    assert len(runs) == 1, "one braintrust eval process is one run"
+    info, records = load_run(runs[0])
+    assert info["settings"]["anthropic_api_key"] is None
+    expected = 2 * len(load_cases())  # both control agents, one trial per case
+    assert len(records) == expected
+    assert {record.config.model for record in records} == {"control:oracle", "control:unsafe"}
+    assert all(record.outcome == "ok" for record in records), [r.error for r in records if r.outcome != "ok"]
