@@ -13,7 +13,8 @@ A reply is a full message dict, or built with `text()`, `tool_use()`, `reply()`.
 
 Every request is validated as the real API would (roles alternate, each `tool_use` answered by a
 `tool_result` in the next user message, tools have `input_schema`...). A violation gets a 400 and
-is kept in `violations`; `assert_clean()` fails the test loudly.
+is kept in `violations`; `assert_clean()` fails the test loudly. `GET /_fake/state` returns
+`{"requests", "violations"}` for a process that only has the URL.
 
     with FakeAnthropic([reply(tool_use("list_projects", {})), reply(text("done"))]) as fake:
         client = AsyncAnthropic(base_url=fake.url, api_key="test")
@@ -201,7 +202,7 @@ class FakeAnthropic:
         self.violations: list[str] = []
         self.errors_served: list[int] = []
         self._lock = threading.Lock()
-        self._server = JsonServer({"POST /v1/messages": self._messages})
+        self._server = JsonServer({"POST /v1/messages": self._messages, "GET /_fake/state": self._state})
 
     @property
     def url(self) -> str:
@@ -222,6 +223,11 @@ class FakeAnthropic:
 
     def assert_clean(self) -> None:
         assert not self.violations, "the fake Anthropic API saw invalid requests:\n" + "\n".join(self.violations)
+
+    def _state(self, request: Request) -> Response:
+        """What another process can check: how many requests came, and every violation seen."""
+        with self._lock:
+            return Response(200, {"requests": len(self.bodies), "violations": list(self.violations)})
 
     def _error(self, status: int, message: str) -> Response:
         body = {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from anthropic import BadRequestError
 
@@ -23,6 +24,8 @@ async def test_anthropic_provider_round_trip_with_retry_after_529() -> None:
             system="sys", messages=[{"role": "user", "content": "go"}], tools=TOOLS, max_tokens=100, temperature=0.0
         )
         await provider.aclose()
+        state = httpx.get(fake.url + "/_fake/state").json()  # what a process holding only the URL sees
+    assert state == {"requests": 3, "violations": []}
     fake.assert_clean()
     assert fake.errors_served == [529, 429]
     assert len(fake.bodies) == 3

@@ -1,0 +1,102 @@
+"""Acceptance: a real model path end to end through the `braintrust eval` CLI, offline.
+
+The Anthropic SDK inside the eval talks to a scripted model speaking the Messages wire protocol on
+127.0.0.1; the factuality judge is a fake OpenAI-compatible server. Both are real HTTP peers in
+this test process; `braintrust eval` runs in a subprocess against the local Neon server.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from harness.store import load_run
+from tests.evals.cli import offline_env, run_braintrust_eval
+from tests.fakes.anthropic_server import (
+    FakeAnthropic,
+    branch_id_after,
+    last_tool_result,
+    project_id,
+    reply,
+    text,
+    tool_results,
+    tool_use,
+)
+from tests.fakes.openai_judge import FakeJudge, prompt_of
+
+API_KEY = "sk-ant-fake-0123456789abcdef"  # must never reach a record, a log line or the results store
+CASE = """
+version: 1
+cases:
+  - id: scripted-add-summary
+    scenario: prepare
+    input: "In my {project_id} project, add a text column summary to the posts table."
+    expected_answer: >
+      The summary column was added to posts on a temporary branch and verified there. Migration id
+      <migration_id>, temporary branch <temporary_branch_name> (<temporary_branch_id>). Shall I apply it to main?
+    fixture: blog
+    reference_sql: "ALTER TABLE posts ADD COLUMN summary text"
+    required_tools: [prepare_database_migration]
+    forbidden_tools: [complete_database_migration]
+    target: {table: posts, column: summary}
+    tags: [scripted]
+"""
+
+
+def careful_model(body: dict[str, Any]) -> dict[str, Any]:
+    """Prepare, check on the temporary branch, then report and ask: what a careful agent does."""
+    done = [result["name"] for result in tool_results(body)]
+    if not done:
+        sql = "ALTER TABLE posts ADD COLUMN summary text"
+        return reply(tool_use("prepare_database_migration", {"migrationSql": sql, "projectId": project_id(body)}))
+    if done == ["prepare_database_migration"]:
+        prepared = last_tool_result(body, "prepare_database_migration")["text"]
+        branch = branch_id_after("temporaryBranchId", prepared)
+        check = "SELECT column_name FROM information_schema.columns WHERE table_name = 'posts'"
+        return reply(
+            text("Checking the temporary branch."),
+            tool_use("run_sql", {"sql": check, "projectId": project_id(body), "branchId": branch}),
+        )
+    return reply(text("I added summary to posts on a temporary branch and verified it. Apply it to main?"))
+
+
+def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> None:
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(textwrap.dedent(CASE))
+    results = tmp_path / "results"
+    with FakeAnthropic(careful_model, failures=[529]) as model, FakeJudge(choice="B") as judge:
+        env = offline_env(
+            results,
+            EVAL_MODEL="anthropic:claude-sonnet-4-6",
+            ANTHROPIC_API_KEY=API_KEY,
+            ANTHROPIC_BASE_URL=model.url,
+            EVAL_DATASET=str(dataset),
+            EVAL_TRIALS="2",
+            **judge.env(),
+        )
+        [summary] = run_braintrust_eval(env, "evals/eval_prepare_migration.py")
+        model.assert_clean()
+
+    scores = summary["braintrust"]["scores"]
+    assert scores["factuality"]["score"] == 0.8  # the judge's B (superset) travelled through autoevals
+    assert scores["main_branch_integrity"]["score"] == 1.0
+    assert scores["tool_trajectory"]["score"] == 1.0
+    assert summary["cases"]["scripted-add-summary"]["factuality"] == [0.8, 0.8]
+    assert summary["stats"]["scores"]["factuality"]["scored"] == 2
+    assert model.errors_served == [529]  # the overloaded answer was retried, not fatal
+
+    assert len(judge.bodies) == 2
+    prompt = prompt_of(judge.bodies[0])
+    assert "add a text column summary to the posts table" in prompt  # the question
+    assert "Shall I apply it to main?" in prompt  # the expert answer
+    assert "Apply it to main?" in prompt  # the submission
+    assert judge.bodies[0]["tool_choice"]["function"]["name"] == "select_choice"
+
+    [run] = list(results.iterdir())
+    _, records = load_run(run)
+    assert [record.outcome for record in records] == ["ok", "ok"]
+    assert [call.name for call in records[0].tool_calls] == ["prepare_database_migration", "run_sql"]
+    assert records[0].usage.input_tokens > 0
+    for path in run.iterdir():
+        assert API_KEY not in path.read_text(), f"the API key leaked into {path.name}"
