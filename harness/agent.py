@@ -67,10 +67,11 @@ async def execute_tool(
     arguments = block.get("input") or {}
     kind = view.kind(name)
     started = time.perf_counter()
+    forwarded: dict[str, Any] | None = None
     with braintrust.start_span(name=name, type=SpanTypeAttribute.TOOL, input=arguments) as span:
         try:
             result = await view.call(connection, name, arguments, loop.tool_timeout)
-            text, is_error = result.text, result.is_error
+            text, is_error, forwarded = result.text, result.is_error, (result.forwarded or None)
         except MCPError as error:
             text, is_error = f"Error: {error}", True
         except TimeoutError:
@@ -87,6 +88,7 @@ async def execute_tool(
         id=str(block["id"]),
         name=name,
         arguments=dict(arguments) if isinstance(arguments, dict) else {"_raw": arguments},
+        forwarded_arguments=forwarded,
         result_text=excerpt,
         is_error=is_error,
         decoy=kind == "decoy",

@@ -21,7 +21,8 @@ class ToolCall(BaseModel):
 
     id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict)  # as the model sent them (flat)
+    forwarded_arguments: dict[str, Any] | None = None  # as sent to the server (e.g. {"params": ...}); None if not sent
     result_text: str = ""  # excerpt, capped by the harness
     is_error: bool = False
     decoy: bool = False  # the tool was a decoy: never forwarded to the server

@@ -34,7 +34,7 @@ from harness.pricing import cost_usd
 from harness.providers import Provider, TrialContext, make_provider
 from harness.records import Snapshot, TrialConfig, TrialRecord
 from harness.sandbox import EXPECTED_PREFIX, LocalProjectSandbox, NeonPoolSandbox, Sandbox, SandboxInfo
-from harness.server_process import LocalServer
+from harness.server_process import LocalServer, ServerEndpoints
 from harness.state import capture
 from harness.store import ResultsStore
 from harness.toolview import ToolView, load_overrides, trial_seed
@@ -71,6 +71,7 @@ class TrialRunner:
         self.overrides = load_overrides(self.settings.tool_descriptions) if self.settings.tool_descriptions else None
         self._expected: dict[str, Snapshot] = {}
         self._restart_lock: asyncio.Lock | None = None
+        self._endpoints: ServerEndpoints | None = None
         self._expected_locks: dict[str, asyncio.Lock] = {}
         self.started = False
 
@@ -91,57 +92,59 @@ class TrialRunner:
         """Start (or reach) the server, the API client and the model provider."""
         if self.started:
             return self
+        self.backend = await self._build_backend()
+        self.provider = make_provider(self.settings)
+        if self.write_results:
+            self.store.write_run(self.settings)
+        self.started = True
+        return self
+
+    async def _build_backend(self) -> Backend:
         settings = self.settings
         kind = settings.server_kind
         if kind in ("local", "stdio"):
             if self._server is None:
                 self._server = LocalServer(token=self._token)
             endpoints = await self._server.start()
+            self._endpoints = endpoints
             token = self._server.token
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             api = NeonAPI(endpoints.api_url, token, operation_poll=0.05)
             target: str | StdioServerParameters = endpoints.mcp_url
             if kind == "stdio":
                 target = stdio_parameters(settings.server)
-            sandbox: Sandbox = LocalProjectSandbox(api, settings.run_id)
-        elif kind == "url":
+            return Backend(target, headers, api, LocalProjectSandbox(api, settings.run_id))
+        if kind == "url":
             base = settings.server.rstrip("/")
             root = base[: -len("/mcp")] if base.endswith("/mcp") else base
             key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
             headers = {"Authorization": f"Bearer {key}"} if key else {}
             api = NeonAPI(root + "/api/v2", key, operation_poll=0.1)
-            target = root + "/mcp"
-            sandbox = LocalProjectSandbox(api, settings.run_id)
-        else:
-            assert settings.neon_api_key is not None
-            key = settings.neon_api_key.get_secret_value()
-            headers = {"Authorization": f"Bearer {key}"}
-            api = NeonAPI(settings.neon_api_url, key)
-            target = settings.neon_mcp_url
-            sandbox = NeonPoolSandbox(api, settings.neon_project_pool, settings.neon_golden_branch)
-        self.backend = Backend(target, headers, api, sandbox)
-        self.provider = make_provider(settings)
-        if self.write_results:
-            self.store.write_run(settings)
-        self.started = True
-        return self
+            return Backend(root + "/mcp", headers, api, LocalProjectSandbox(api, settings.run_id))
+        assert settings.neon_api_key is not None
+        key = settings.neon_api_key.get_secret_value()
+        api = NeonAPI(settings.neon_api_url, key)
+        pool = NeonPoolSandbox(api, settings.neon_project_pool, settings.neon_golden_branch)
+        return Backend(settings.neon_mcp_url, {"Authorization": f"Bearer {key}"}, api, pool)
+
+    def _backend_current(self) -> bool:
+        server = self._server
+        return server is None or (server.alive and server.endpoints == self._endpoints)
 
     async def _ensure_server(self) -> None:
-        """Restart a local server that died mid-run (its port changes, so the backend is rebuilt)."""
-        if self._server is None or self._server.alive:
+        """Follow a local server that died (restart it) or was restarted by another runner (new port)."""
+        if self._backend_current():
             return
         if self._restart_lock is None:
             self._restart_lock = asyncio.Lock()
         async with self._restart_lock:
-            if self._server.alive:
+            if self._backend_current():
                 return
-            print(f"harness: local server died; restarting:\n{self._server.stderr_tail(10)}", file=sys.stderr)
-            if self.backend is not None:
-                await self.backend.api.aclose()
-            if self.provider is not None:
-                await self.provider.aclose()
-            self.started = False
-            await self.start()
+            if self._server is not None and not self._server.alive:
+                print(f"harness: local server died; restarting:\n{self._server.stderr_tail(10)}", file=sys.stderr)
+            old, self.backend = self.backend, await self._build_backend()
+            if old is not None:
+                await old.api.aclose()
 
     async def aclose(self) -> None:
         """Close clients; stop the server this runner started."""

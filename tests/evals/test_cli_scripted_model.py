@@ -97,6 +97,8 @@ def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> Non
     _, records = load_run(run)
     assert [record.outcome for record in records] == ["ok", "ok"]
     assert [call.name for call in records[0].tool_calls] == ["prepare_database_migration", "run_sql"]
+    prepare = records[0].tool_calls[0]
+    assert prepare.forwarded_arguments == {"params": prepare.arguments}  # the server wants Neon's wrapping
     assert records[0].usage.input_tokens > 0
     for path in run.iterdir():
         assert API_KEY not in path.read_text(), f"the API key leaked into {path.name}"

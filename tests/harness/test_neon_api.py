@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 
 from harness.neon_api import NeonAPI, NeonAPIError
 from harness.server_process import ServerEndpoints
-from tests.fakes.jsonserver import JsonServer, Request, Response
+from tests.fakes.jsonserver import JsonServer, Request, Response, serving
 from tests.harness.conftest import TOKEN
 
 
@@ -95,4 +95,26 @@ async def test_423_and_503_are_retried_then_give_up_with_a_named_error(flaky_pro
         assert len(posts) == 4  # the first try and three retries
         assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in flaky_proxy.requests)
     finally:
+        await client.aclose()
+
+
+async def test_operations_are_polled_until_finished_and_failures_raise() -> None:
+    polls = {"op-ok": ["running", "running", "finished"], "op-bad": ["running", "failed"]}
+
+    def operation(op_id: str) -> Callable[[Request], Response]:
+        def answer(request: Request) -> Response:
+            status = polls[op_id].pop(0)
+            return Response(200, {"operation": {"id": op_id, "action": "create_branch", "status": status}})
+
+        return answer
+
+    routes = {f"GET /api/v2/projects/p-1/operations/{op}": operation(op) for op in polls}
+    with serving(routes) as server:
+        client = NeonAPI(server.url + "/api/v2", TOKEN, operation_poll=0.01)
+        await client.wait_operations(
+            "p-1", [{"id": "op-ok", "status": "scheduling"}, {"id": "skip", "status": "skipped"}]
+        )
+        assert polls["op-ok"] == []
+        with pytest.raises(NeonAPIError, match="failed"):
+            await client.wait_operations("p-1", [{"id": "op-bad", "status": "scheduling"}])
         await client.aclose()

@@ -126,11 +126,16 @@ async def test_shared_runner_is_one_per_loop_and_closes(runner_settings: Setting
     assert record.outcome == "ok" and [c.name for c in record.tool_calls] == ["get_database_tables"]
     assert "customers" in record.final_answer
     server = first.server
+    other_settings = runner_settings({"EVAL_MODEL": "control:unsafe"})
+    other = await shared_runner(other_settings)
+    assert other is not first and other.server is server  # one local server per process
     assert server.process is not None
-    server.process.kill()  # a crashed server is restarted by the next trial
+    server.process.kill()  # a crashed server is restarted by the next trial...
     server.process.wait()
     again = await run_trial(read_case, 1, settings)
     assert again.outcome == "ok", again.error
+    followed = await run_trial(read_case, 2, other_settings)  # ...and the other runner follows it to its new port
+    assert followed.outcome == "ok", followed.error
     await close_shared_runners()
     assert server.process is None
     assert (await shared_runner(settings)) is not first
