@@ -32,4 +32,6 @@ janitor: $(STAMP)  ## Delete leftovers of crashed runs (see README).
 
 clean:  ## Remove the virtual environment, the embedded database and local results.
 	-$(PY) -m localneon.pg stop 2>/dev/null
+	-LOCALNEON_PGDATA=.localneon/test-pgdata $(PY) -m localneon.pg stop 2>/dev/null
+	-LOCALNEON_PGDATA=.localneon/scorer-test-pgdata $(PY) -m localneon.pg stop 2>/dev/null
 	rm -rf $(VENV) .localneon results .pytest_cache .mypy_cache .ruff_cache *.egg-info
