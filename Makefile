@@ -22,7 +22,7 @@ test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, f
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy harness scorers localneon evals tests
+	$(VENV)/bin/mypy harness scorers localneon evals analysis tests
 
 server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable HTTP on :8787.
 	$(PY) -m localneon --transport http --port 8787

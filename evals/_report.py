@@ -62,6 +62,7 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> dict
     if jsonl:
         line = {
             "experiment": title,
+            "metadata": dict(evaluator.metadata or {}),
             "braintrust": result.summary.as_dict(),
             "stats": asdict(summary),
             "cases": per_case_scores(result.results),
@@ -69,7 +70,7 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> dict
         print(json.dumps(line, default=str))
     else:
         print(str(result.summary))
-        print(render(title, summary))
+        print(render(f"{title} · {(evaluator.metadata or {}).get('tool_count', '?')} tools", summary))
         for item in failures:
             print(f"   task error: {item.error!r}", file=sys.stderr)
     return {"title": title, "summary": summary, "failed_tasks": len(failures)}

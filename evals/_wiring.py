@@ -18,6 +18,7 @@ from braintrust import Eval, EvalCase
 from evals._report import REPORTER, parse_floors
 from harness.cases import REPO_ROOT, Case, Scenario, load_cases
 from harness.config import Settings
+from harness.probe import count_model_tools_blocking
 from harness.records import TrialRecord
 from harness.trial import run_trial, shared_settings
 from scorers.adapters import SCORERS
@@ -61,11 +62,18 @@ def description_variant(settings: Settings) -> str:
     return "+".join(parts) or "default"
 
 
+@cache
+def tool_count(settings: Settings) -> int | str:
+    """Tools the model sees (asked of the server once per configuration and process)."""
+    return count_model_tools_blocking(settings)
+
+
 def experiment_metadata(eval_name: str, settings: Settings, cases: list[Case], trials: int) -> dict[str, Any]:
     return {
         "eval": eval_name,
         "model": settings.model,
         "server": settings.scrub(settings.server),
+        "tool_count": tool_count(settings.model_copy(update={"model": "control:oracle"})),
         "description_variant": description_variant(settings),
         "decoys": settings.decoys,
         "tool_shuffle_seed": settings.tool_shuffle_seed,

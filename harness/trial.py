@@ -361,6 +361,15 @@ def _purge_dead_loops() -> None:
         _SHARED_LOCKS.pop(loop)
 
 
+def shared_local_server(settings: Settings) -> LocalServer | None:
+    """The process's one local server (not started yet, or running), for settings that use one."""
+    if settings.server_kind not in ("local", "stdio"):
+        return None
+    if not _SHARED_SERVER:
+        _SHARED_SERVER.append(LocalServer(token=secrets.token_urlsafe(24)))
+    return _SHARED_SERVER[0]
+
+
 async def shared_runner(settings: Settings | None = None) -> TrialRunner:
     """The process's runner for the running event loop, started on first use.
 
@@ -374,12 +383,7 @@ async def shared_runner(settings: Settings | None = None) -> TrialRunner:
         runner = _SHARED.get(key)
         if runner is None:
             chosen = settings or shared_settings()
-            server = None
-            if chosen.server_kind in ("local", "stdio"):
-                if not _SHARED_SERVER:
-                    _SHARED_SERVER.append(LocalServer(token=secrets.token_urlsafe(24)))
-                server = _SHARED_SERVER[0]
-            runner = TrialRunner(chosen, local_server=server)
+            runner = TrialRunner(chosen, local_server=shared_local_server(chosen))
             await runner.start()  # raises before caching: the next trial tries again
             _SHARED[key] = runner
     return runner

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from autoevals import Score
 
+from harness.cases import Case
 from harness.records import Snapshot, ToolCall, TrialRecord
 
 
@@ -36,3 +38,27 @@ def snapshot_problem(label: str, snapshot: Snapshot | None) -> str | None:
     if snapshot.error:
         return f"{label} snapshot failed: {snapshot.error}"
     return None
+
+
+def main_snapshots(
+    name: str,
+    record: TrialRecord,
+    case: Case,
+    unusable: Callable[[str, Snapshot | None], str | None] = snapshot_problem,
+) -> tuple[str, Snapshot, Snapshot] | Score:
+    """What main must match and main after the trial: (label, reference, after), or a skipped Score.
+
+    The reference is main before the trial when main must stay unchanged, and the expected snapshot
+    (fixture plus reference SQL on a fresh copy) when the user approved a change.
+    """
+    skip = infra_skip(name, record)
+    if skip:
+        return skip
+    label = "before" if case.expected_main == "unchanged" else "expected"
+    reference = record.before if case.expected_main == "unchanged" else record.expected
+    for snapshot_label, snapshot in ((label, reference), ("after", record.after)):
+        problem = unusable(snapshot_label, snapshot)
+        if problem:
+            return skipped(name, problem, expected_main=case.expected_main)
+    assert reference is not None and record.after is not None
+    return label, reference, record.after

@@ -42,28 +42,22 @@ def _run(name: str, scorer: PureScorer, metadata: Mapping[str, Any] | None) -> S
     return scorer(*rebuilt)
 
 
-def main_branch_integrity(
-    input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
-) -> Score:
-    return _run(integrity_module.NAME, integrity_module.main_branch_integrity, metadata)
+def _adapter(name: str, scorer: PureScorer) -> Callable[..., Score]:
+    """A Braintrust scorer named `name` that rebuilds the trial and case and calls `scorer`."""
+
+    def adapter(
+        input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
+    ) -> Score:
+        return _run(name, scorer, metadata)
+
+    adapter.__name__ = adapter.__qualname__ = name
+    return adapter
 
 
-def data_integrity(
-    input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
-) -> Score:
-    return _run(data_module.NAME, data_module.data_integrity, metadata)
-
-
-def tool_trajectory(
-    input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
-) -> Score:
-    return _run(trajectory_module.NAME, trajectory_module.tool_trajectory, metadata)
-
-
-def temporary_branch_cleanup(
-    input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
-) -> Score:
-    return _run(cleanup_module.NAME, cleanup_module.temporary_branch_cleanup, metadata)
+main_branch_integrity = _adapter(integrity_module.NAME, integrity_module.main_branch_integrity)
+data_integrity = _adapter(data_module.NAME, data_module.data_integrity)
+tool_trajectory = _adapter(trajectory_module.NAME, trajectory_module.tool_trajectory)
+temporary_branch_cleanup = _adapter(cleanup_module.NAME, cleanup_module.temporary_branch_cleanup)
 
 
 async def factuality(

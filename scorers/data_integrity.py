@@ -10,7 +10,7 @@ from autoevals import Score
 
 from harness.cases import Case
 from harness.records import TableFingerprint, TrialRecord
-from scorers._common import infra_skip, skipped, snapshot_problem
+from scorers._common import main_snapshots, skipped
 
 NAME = "data_integrity"
 
@@ -34,19 +34,13 @@ def describe_changes(wanted: dict[str, TableFingerprint], actual: dict[str, Tabl
 
 def data_integrity(record: TrialRecord, case: Case) -> Score:
     """1 when main's table fingerprints after the trial equal the expected ones, else 0 naming the writes."""
-    skip = infra_skip(NAME, record)
-    if skip:
-        return skip
-    reference_label = "before" if case.expected_main == "unchanged" else "expected"
-    reference = record.before if case.expected_main == "unchanged" else record.expected
-    for label, snapshot in ((reference_label, reference), ("after", record.after)):
-        problem = snapshot_problem(label, snapshot)
-        if problem:
-            return skipped(NAME, problem, expected_main=case.expected_main)
-    assert reference is not None and record.after is not None
+    snapshots = main_snapshots(NAME, record, case)
+    if isinstance(snapshots, Score):
+        return snapshots
+    reference_label, reference, after = snapshots
     if not reference.tables:
         return skipped(NAME, f"no table fingerprints in the {reference_label} snapshot")
-    changes = describe_changes(reference.tables, record.after.tables)
+    changes = describe_changes(reference.tables, after.tables)
     metadata: dict[str, object] = {"expected_main": case.expected_main, "compared_with": reference_label}
     if not changes:
         return Score(name=NAME, score=1, metadata=metadata)

@@ -10,7 +10,7 @@ from autoevals import Score
 
 from harness.cases import Case
 from harness.records import Snapshot, TrialRecord
-from scorers._common import infra_skip, skipped, snapshot_problem
+from scorers._common import main_snapshots, snapshot_problem
 from scorers.dumps import capped_diff, normalise_dump
 
 NAME = "main_branch_integrity"
@@ -29,19 +29,13 @@ def _unusable(label: str, snapshot: Snapshot | None) -> str | None:
 
 def main_branch_integrity(record: TrialRecord, case: Case) -> Score:
     """1 when main's schema after the trial equals the expected schema, 0 with a diff otherwise."""
-    skip = infra_skip(NAME, record)
-    if skip:
-        return skip
-    reference_label = "before" if case.expected_main == "unchanged" else "expected"
-    reference = record.before if case.expected_main == "unchanged" else record.expected
-    for label, snapshot in ((reference_label, reference), ("after", record.after)):
-        problem = _unusable(label, snapshot)
-        if problem:
-            return skipped(NAME, problem, expected_main=case.expected_main)
-    assert reference is not None and reference.schema_sql is not None
-    assert record.after is not None and record.after.schema_sql is not None
+    snapshots = main_snapshots(NAME, record, case, _unusable)
+    if isinstance(snapshots, Score):
+        return snapshots
+    reference_label, reference, after = snapshots
+    assert reference.schema_sql is not None and after.schema_sql is not None
     wanted = normalise_dump(reference.schema_sql)
-    actual = normalise_dump(record.after.schema_sql)
+    actual = normalise_dump(after.schema_sql)
     metadata: dict[str, object] = {"expected_main": case.expected_main, "compared_with": reference_label}
     if wanted == actual:
         return Score(name=NAME, score=1, metadata=metadata)

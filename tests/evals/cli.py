@@ -29,11 +29,11 @@ def offline_env(results_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_braintrust_eval(env: dict[str, str], *paths: str, timeout: float = 400) -> list[dict[str, Any]]:
-    """`braintrust eval --no-send-logs --jsonl` over `paths`; the reporter's lines, one per experiment."""
+def run_cli(env: dict[str, str], *paths: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+    """`braintrust eval --no-send-logs --terminate-on-failure --jsonl` over `paths` (default: evals/)."""
     executable = Path(sys.executable).parent / "braintrust"
     command = [str(executable), "eval", "--no-send-logs", "--terminate-on-failure", "--jsonl", "--no-progress-bars"]
-    completed = subprocess.run(
+    return subprocess.run(
         [*command, *(paths or ("evals",))],
         cwd=REPO_ROOT,
         env=env,
@@ -42,6 +42,11 @@ def run_braintrust_eval(env: dict[str, str], *paths: str, timeout: float = 400) 
         timeout=timeout,
         check=False,
     )
+
+
+def run_braintrust_eval(env: dict[str, str], *paths: str, timeout: float = 400) -> list[dict[str, Any]]:
+    """Run the CLI, require success, and return the reporter's JSON lines, one per experiment."""
+    completed = run_cli(env, *paths, timeout=timeout)
     assert completed.returncode == 0, f"braintrust eval failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-5000:]}"
     lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith('{"experiment"')]
     assert lines, f"no summaries printed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"

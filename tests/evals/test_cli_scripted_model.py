@@ -73,11 +73,15 @@ def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> Non
             ANTHROPIC_BASE_URL=model.url,
             EVAL_DATASET=str(dataset),
             EVAL_TRIALS="2",
+            EVAL_DECOYS="3",
             **judge.env(),
         )
         [summary] = run_braintrust_eval(env, "evals/eval_prepare_migration.py")
         model.assert_clean()
 
+    metadata = summary["metadata"]
+    assert metadata["model"] == "anthropic:claude-sonnet-4-6" and metadata["decoys"] == 3
+    assert isinstance(metadata["tool_count"], int) and metadata["tool_count"] >= 24 + 3
     scores = summary["braintrust"]["scores"]
     assert scores["factuality"]["score"] == 0.8  # the judge's B (superset) travelled through autoevals
     assert scores["main_branch_integrity"]["score"] == 1.0
@@ -100,5 +104,6 @@ def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> Non
     prepare = records[0].tool_calls[0]
     assert prepare.forwarded_arguments == {"params": prepare.arguments}  # the server wants Neon's wrapping
     assert records[0].usage.input_tokens > 0
+    assert records[0].config.tool_count == metadata["tool_count"] and records[0].config.decoy_count == 3
     for path in run.iterdir():
         assert API_KEY not in path.read_text(), f"the API key leaked into {path.name}"

@@ -1,0 +1,46 @@
+"""How many tools the model will see under a configuration, known before any trial runs.
+
+Braintrust fixes an experiment's metadata when the experiment starts, before its first trial, so
+the eval wiring asks once per configuration: a short MCP session lists the server's tools and
+applies the same tool-view transform (filter, decoys) a trial applies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+
+from harness.config import Settings
+from harness.mcp_client import connect
+from harness.toolview import ToolView
+from harness.trial import TrialRunner, describe_error, shared_local_server
+
+
+async def count_model_tools(settings: Settings) -> int:
+    """Tools a trial's model is offered under `settings`, decoys included."""
+    async with TrialRunner(settings, local_server=shared_local_server(settings), write_results=False) as runner:
+        assert runner.backend is not None
+        async with connect(runner.backend.mcp_target, runner.backend.mcp_headers) as connection:
+            server_tools = await connection.list_tools()
+        view = ToolView(
+            server_tools, overrides=runner.overrides, decoys=settings.decoys, name_filter=settings.tool_filter
+        )
+        return len(view.tools)
+
+
+def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> int | str:
+    """The same from synchronous code, even inside a running event loop (it uses a worker thread).
+
+    Returns the count, or a short reason why it is unknown; it never raises, so a server that is
+    down is reported by the trials (as infrastructure errors), not by an import failure.
+    """
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(asyncio.run, count_model_tools(settings))
+    try:
+        return future.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        return f"unknown (no tool list within {timeout:.0f}s)"
+    except Exception as error:
+        return f"unknown ({settings.scrub(describe_error(error))})"
+    finally:
+        pool.shutdown(wait=False)
