@@ -30,6 +30,10 @@ server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable 
 janitor: $(STAMP)  ## Delete leftovers of crashed runs (see README).
 	$(PY) -m harness.janitor
 
+bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness's own per-trial overhead.
+	$(PY) -m localneon.bench
+	$(PY) -m harness.bench
+
 clean:  ## Remove the virtual environment, the embedded database and local results.
 	-$(PY) -m localneon.pg stop 2>/dev/null
 	-LOCALNEON_PGDATA=.localneon/test-pgdata $(PY) -m localneon.pg stop 2>/dev/null
