@@ -25,7 +25,7 @@ from tests.fakes.anthropic_server import (
 )
 from tests.fakes.openai_judge import FakeJudge, prompt_of
 
-API_KEY = "sk-ant-fake-0123456789abcdef"  # must never reach a record, a log line or the results store
+API_KEY = "fake-anthropic-0123456789abcdef"  # must never reach a record, a log line or the results store
 CASE = """
 version: 1
 cases:

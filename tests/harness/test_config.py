@@ -13,7 +13,7 @@ from harness.records import TrialConfig, TrialRecord
 from harness.store import ResultsStore, load_run
 from tests.harness.conftest import settings_from
 
-SECRET = "sk-ant-test-SECRET-value-0123456789"
+SECRET = "fake-anthropic-test-SECRET-value-0123456789"
 NEON_SECRET = "napi_SECRET_neon_key_abcdef"
 
 

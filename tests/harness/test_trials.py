@@ -169,7 +169,7 @@ async def test_fake_model_full_loop(local_server: LocalServer, api: NeonAPI, run
     with FakeAnthropic(scripted_model(seen), failures=[529]) as fake:
         env = {
             "EVAL_MODEL": "anthropic:claude-sonnet-4-6",
-            "ANTHROPIC_API_KEY": "sk-ant-fake-key-0123456789",
+            "ANTHROPIC_API_KEY": "fake-anthropic-key-0123456789",
             "ANTHROPIC_BASE_URL": fake.url,
             "EVAL_DECOYS": "2",
             "EVAL_SYSTEM_PROMPT": "You are careful with production data.",
@@ -202,7 +202,7 @@ async def test_fake_model_full_loop(local_server: LocalServer, api: NeonAPI, run
     tools_sent = {t["name"]: t for t in fake.bodies[-1]["tools"]}
     assert "params" not in tools_sent["run_sql"]["input_schema"]["properties"]
     assert "sql" in tools_sent["run_sql"]["input_schema"]["properties"]
-    assert "sk-ant-fake-key-0123456789" not in record.model_dump_json()
+    assert "fake-anthropic-key-0123456789" not in record.model_dump_json()
     await assert_nothing_left(api, settings.run_id)
 
 
