@@ -15,6 +15,8 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from scorers.judge import judge_settings
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OFFLINE_DEFAULT_TRIALS = "2"
 
@@ -37,6 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     has_model_key = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY"))
     if not has_model_key and not os.environ.get("EVAL_TRIALS"):
         os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
+    judge = judge_settings()
+    if judge is None:
+        print(
+            "evals: no judge configured: factuality is n/a (set BRAINTRUST_API_KEY, ANTHROPIC_API_KEY or "
+            "OPENAI_BASE_URL)",
+            file=sys.stderr,
+        )
+    else:
+        print(f"evals: factuality judge: {judge.describe()}", file=sys.stderr)
     command = build_command(extra)
     completed = subprocess.run(command, cwd=REPO_ROOT, check=False)
     return completed.returncode

@@ -120,10 +120,18 @@ def make_task(settings: Settings) -> Any:
     return task
 
 
+def check_judge_provider(value: str) -> None:
+    """A misspelt judge route would silently fall back to another judge: refuse it instead."""
+    known = ("braintrust", "anthropic", "openai", "none")
+    if value.strip() and value.strip().lower() not in known:
+        raise ValueError(f"EVAL_JUDGE_PROVIDER: {value!r} is not one of {', '.join(known)}")
+
+
 def define_evals(eval_name: str, scenario: Scenario) -> None:
     """Declare one `Eval` per model for the cases of `scenario`."""
     base = shared_settings()
     parse_floors(os.environ.get("EVAL_MIN_PASS", ""))  # a malformed floor stops the run before it starts
+    check_judge_provider(os.environ.get("EVAL_JUDGE_PROVIDER", ""))
     cases = load_cases(scenario=scenario)
     if not cases:
         return

@@ -77,3 +77,10 @@ def test_score_floors_turn_a_regression_into_a_failing_exit_code(tmp_path: Path)
         offline_env(tmp_path / "r2", EVAL_MODEL="control:oracle", **common), "evals/eval_tool_selection.py"
     )
     assert oracle.returncode == 0, oracle.stderr[-2000:]
+
+
+def test_a_misspelt_judge_route_is_refused(tmp_path: Path) -> None:
+    env = offline_env(tmp_path / "results", EVAL_JUDGE_PROVIDER="antropic")
+    completed = run_cli(env, "evals/eval_tool_selection.py")
+    assert completed.returncode != 0
+    assert "EVAL_JUDGE_PROVIDER: 'antropic' is not one of" in completed.stderr
