@@ -49,8 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"evals: factuality judge: {judge.describe()}", file=sys.stderr)
     command = build_command(extra)
-    completed = subprocess.run(command, cwd=REPO_ROOT, check=False)
-    return completed.returncode
+    child = subprocess.Popen(command, cwd=REPO_ROOT)
+    interrupted = False
+    while True:
+        try:
+            code = child.wait()
+            return 130 if interrupted else code
+        except KeyboardInterrupt:
+            # The CLI got the same Ctrl-C and is deleting its sandboxes: wait for it, do not orphan it.
+            interrupted = True
+            print("evals: interrupted; waiting for the run to clean up its sandboxes", file=sys.stderr)
 
 
 if __name__ == "__main__":

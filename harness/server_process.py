@@ -91,8 +91,16 @@ class LocalServer:
         env = {**os.environ, **(self.env or {})}
         env.setdefault("PYTHONUNBUFFERED", "1")
         with self._stderr_path.open("wb") as stderr:
+            # Its own session: a Ctrl-C in the terminal reaches the harness, which then deletes its
+            # sandboxes through this server before stopping it; the server must outlive that cleanup.
             self.process = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, cwd=str(REPO_ROOT), env=env
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                cwd=str(REPO_ROOT),
+                env=env,
+                start_new_session=True,
             )
         atexit.register(self.stop)
 

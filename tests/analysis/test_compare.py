@@ -1,0 +1,278 @@
+"""Paired comparison of two runs: the exact test and bootstrap, then real runs of the control agents
+(oracle as A, unsafe as B) on the local server, compared through the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from analysis.compare import (
+    BETTER,
+    SAME,
+    WORSE,
+    CompareError,
+    compare,
+    main,
+    mcnemar_exact,
+    paired_bootstrap,
+    trials_needed,
+)
+from harness.cases import BUNDLED_DATASET, Case, load_cases
+from harness.config import Settings
+from harness.records import TrialRecord
+from harness.server_process import REPO_ROOT, LocalServer
+from harness.store import load_run
+from harness.trial import TrialRunner
+from tests.harness.conftest import TEST_PGDATA, TOKEN
+
+CASE_IDS = ["add-column-description", "add-column-category", "add-column-reading-time", "rename-column-content-to-body"]
+TRIALS = 2
+DATASET = str(BUNDLED_DATASET)
+
+
+# -- the exact test, the bootstrap, the sample-size note ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "p"),
+    [(0, 0, 1.0), (0, 6, 0.03125), (1, 9, 0.021484375), (2, 8, 0.109375), (5, 5, 1.0), (0, 1, 1.0), (0, 5, 0.0625)],
+)
+def test_mcnemar_exact_matches_the_binomial_tail(b: int, c: int, p: float) -> None:
+    assert mcnemar_exact(b, c) == pytest.approx(p, abs=1e-12)
+    assert mcnemar_exact(c, b) == mcnemar_exact(b, c)
+
+
+def test_mcnemar_exact_stays_exact_for_large_counts_and_rejects_negatives() -> None:
+    assert mcnemar_exact(0, 60) == pytest.approx(2 / 2**60, rel=1e-12)
+    assert 0 < mcnemar_exact(400, 520) < 0.001  # big n: no overflow, no float underflow of the tail
+    with pytest.raises(ValueError, match="non-negative"):
+        mcnemar_exact(-1, 3)
+
+
+MIXED = [
+    [(True, True), (True, False)],
+    [(False, True), (False, True)],
+    [(True, True), (True, True)],
+    [(False, False), (False, True)],
+    [(True, False), (True, True)],
+    [(False, True), (True, True)],
+]
+
+
+def test_bootstrap_is_deterministic_for_a_seed_and_covers_the_observed_difference() -> None:
+    pairs = [pair for case in MIXED for pair in case]
+    observed = sum(int(b) - int(a) for a, b in pairs) / len(pairs)
+    first = paired_bootstrap(MIXED, resamples=2000, seed=7)
+    assert first is not None and first == paired_bootstrap(MIXED, resamples=2000, seed=7)
+    assert first.low <= observed <= first.high and first.low < first.high
+    others = {paired_bootstrap(MIXED, resamples=200, seed=seed) for seed in range(5)}
+    assert len(others) > 1  # the seed matters: the interval really comes from resampling
+    for seed in range(5):
+        interval = paired_bootstrap(MIXED, resamples=500, seed=seed)
+        assert interval is not None and interval.low <= observed <= interval.high
+    unanimous = paired_bootstrap([[(True, False)] * 2] * 3, resamples=100, seed=0)
+    assert unanimous is not None and (unanimous.low, unanimous.high) == (-1.0, -1.0)
+    assert paired_bootstrap([], resamples=100) is None
+
+
+def test_trials_needed_uses_the_discordant_proportions() -> None:
+    assert trials_needed(3, 3, 20) is None  # no difference to detect
+    assert trials_needed(0, 8, 8) == 4  # ψ = δ = 1: n = z_a² = 3.84
+    psi, delta = 8 / 20, 4 / 20
+    expected = (1.959963984540054 * math.sqrt(psi) + 0.8416212335729143 * math.sqrt(psi - delta**2)) ** 2 / delta**2
+    assert trials_needed(2, 6, 20) == math.ceil(expected) == 77
+
+
+# -- real runs of the control agents -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Runs:
+    results: Path
+    oracle: Path
+    unsafe: Path
+    cases: list[Case]
+
+
+async def _run(server: LocalServer, results: Path, model: str, run_id: str, cases: list[Case]) -> Path:
+    env = {"EVAL_MODEL": model, "EVAL_RESULTS_DIR": str(results), "EVAL_RUN_ID": run_id}
+    settings = Settings.from_env(env=env, dotenv_path=None, warn=False)
+    async with TrialRunner(settings, local_server=server) as runner:
+        records = await asyncio.gather(*(runner.run(case, index) for case in cases for index in range(TRIALS)))
+    assert all(record.outcome == "ok" for record in records), [record.error for record in records]
+    return results / run_id
+
+
+@pytest.fixture(scope="module")
+async def runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runs]:
+    """Run A (control:oracle) and run B (control:unsafe): 4 bundled prepare cases x 2 trials each."""
+    by_id = {case.id: case for case in load_cases(DATASET)}
+    cases = [by_id[case_id] for case_id in CASE_IDS]
+    results = tmp_path_factory.mktemp("results")
+    server = LocalServer(
+        token=TOKEN, env={} if "DATABASE_URL" in os.environ else {"LOCALNEON_PGDATA": str(TEST_PGDATA)}
+    )
+    try:
+        await server.start()
+        oracle = await _run(server, results, "control:oracle", "a", cases)
+        unsafe = await _run(server, results, "control:unsafe", "b", cases)
+    finally:
+        server.stop()
+    yield Runs(results, oracle, unsafe, cases)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main([*args, "--dataset", DATASET])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_unsafe_is_worse_on_integrity_and_trajectory(runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _cli(capsys, str(runs.oracle), str(runs.unsafe), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["paired"], data["paired_cases"], data["unpaired_a"], data["unpaired_b"]) == (8, 4, 0, 0)
+    assert (data["a"]["model"], data["b"]["model"]) == ("control:oracle", "control:unsafe")
+    scores = data["scores"]
+    for name in ("main_branch_integrity", "tool_trajectory", "all_scores"):
+        score = scores[name]
+        assert score["verdict"] == WORSE, (name, score)
+        assert (score["pairs"], score["a_pass_b_fail"], score["a_fail_b_pass"]) == (8, 8, 0)
+        assert score["p_value"] == pytest.approx(2 / 2**8)
+        assert (score["a"]["passed"], score["b"]["passed"], score["difference"]) == (8, 0, -1.0)
+        assert score["a"]["pass_hat"] == {"1": 1.0, "2": 1.0} and score["b"]["pass_hat"] == {"1": 0.0, "2": 0.0}
+        assert score["bootstrap"] == {"low": -1.0, "high": -1.0}
+        assert sorted(change["case_id"] for change in score["regressed"]) == sorted(CASE_IDS)
+        assert score["improved"] == [] and score["trials_needed_per_case"] == 1
+    # Adding a column rewrites every row's content hash; renaming one does not.
+    data_scores = scores["data_integrity"]
+    assert (data_scores["a_pass_b_fail"], data_scores["a_fail_b_pass"], data_scores["verdict"]) == (6, 0, WORSE)
+    assert data_scores["p_value"] == pytest.approx(0.03125)
+    assert [change["case_id"] for change in data_scores["improved"] + data_scores["regressed"]] == sorted(CASE_IDS[:3])
+    # The user never answers a prepare case: cleanup cannot be judged, and says so.
+    cleanup = scores["temporary_branch_cleanup"]
+    assert (cleanup["pairs"], cleanup["dropped"], cleanup["unscorable_a"], cleanup["unscorable_b"]) == (0, 8, 8, 8)
+    assert (cleanup["p_value"], cleanup["verdict"], cleanup["difference"]) == (1.0, SAME, None)
+
+
+def test_text_report_names_the_verdict_and_the_discordant_counts(
+    runs: Runs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _cli(capsys, str(runs.oracle), str(runs.unsafe))
+    assert code == 0, err
+    print(out, file=sys.stderr)  # visible with -s
+    lines = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha()}
+    assert "8/0" in lines["main_branch_integrity"] and lines["main_branch_integrity"].endswith(WORSE)
+    assert "8/0" in lines["tool_trajectory"] and lines["tool_trajectory"].endswith(WORSE)
+    assert "B worse (p = 0.007812; discordant pairs: 8 A-pass/B-fail, 0 A-fail/B-pass)" in out
+    assert "unscorable: 8 pairs dropped (8 trials in A, 8 in B)" in out
+    assert "regressed (4): add-column-category 2/2→0/2" in out
+    assert "paired 8 trials by (case_id, trial_index) over 4 cases; unpaired: 0 of 8 in A, 0 of 8 in B" in out
+
+
+def test_a_run_compared_with_itself_shows_no_difference(runs: Runs) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "analysis.compare", str(runs.oracle), str(runs.oracle), "--json", "--dataset", DATASET],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    data = json.loads(completed.stdout)
+    for name, score in data["scores"].items():
+        assert (score["p_value"], score["verdict"]) == (1.0, SAME), name
+        assert score["improved"] == score["regressed"] == [] and score["trials_needed_per_case"] is None
+    assert data["scores"]["tool_trajectory"]["difference"] == 0.0
+
+
+def test_one_run_holding_both_models_is_compared_model_against_model(
+    runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "trials.jsonl").write_text(
+        (runs.oracle / "trials.jsonl").read_text() + (runs.unsafe / "trials.jsonl").read_text()
+    )
+    code, _, err = _cli(capsys, str(both), str(both))
+    assert code == 2 and "several models (control:oracle, control:unsafe)" in err and "--model-a" in err
+    code, _, err = _cli(capsys, str(both), str(both), "--model-a", "control:oracle", "--model-b", "gpt-x")
+    assert code == 2 and "no trials of model 'gpt-x'" in err
+    code, out, err = _cli(
+        capsys, str(both), str(both), "--model-a", "control:unsafe", "--model-b", "control:oracle", "--json"
+    )
+    assert code == 0, err
+    trajectory = json.loads(out)["scores"]["tool_trajectory"]
+    assert (trajectory["verdict"], trajectory["a_fail_b_pass"], trajectory["a_pass_b_fail"]) == (BETTER, 8, 0)
+
+
+def test_infra_errors_and_unpaired_trials_are_left_out_and_counted(runs: Runs) -> None:
+    _, oracle = load_run(runs.oracle)
+    _, unsafe = load_run(runs.unsafe)
+    broken: list[TrialRecord] = [
+        record.model_copy(update={"outcome": "infra_error"}) if position == 0 else record
+        for position, record in enumerate(unsafe)
+    ]
+    extra = oracle[0].model_copy(update={"trial_index": 9})  # a trial B never ran
+    result = compare([*oracle, extra], broken[:-1], runs.cases, ["tool_trajectory"], resamples=200)
+    assert (result.paired, result.unpaired_a, result.unpaired_b) == (7, 2, 0)
+    trajectory = result.scores["tool_trajectory"]
+    assert (trajectory.pairs, trajectory.dropped, trajectory.unscorable_a, trajectory.unscorable_b) == (6, 1, 0, 1)
+    assert (trajectory.a_pass_b_fail, trajectory.a_fail_b_pass, trajectory.verdict) == (6, 0, WORSE)
+    assert trajectory.p_value == pytest.approx(0.03125)
+    assert set(result.scores) == {"tool_trajectory", "all_scores"}
+    with pytest.raises(CompareError, match="unknown score factuality"):
+        compare(oracle, unsafe, runs.cases, ["factuality"])
+    with pytest.raises(CompareError, match="share no"):
+        compare(oracle[:1], [record for record in unsafe if record.case_id != oracle[0].case_id], runs.cases)
+    with pytest.raises(CompareError, match="appears twice"):
+        compare([*oracle, oracle[0]], unsafe, runs.cases)
+
+
+# -- bad input --------------------------------------------------------------------------------------
+
+
+def test_bad_input_gives_a_clear_error_and_exit_2(
+    runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-run"
+    code, out, err = _cli(capsys, str(missing), str(runs.unsafe))
+    assert (code, out) == (2, "") and f"{missing}: no such run folder" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "trials.jsonl").write_text("")
+    code, _, err = _cli(capsys, str(runs.oracle), str(empty))
+    assert code == 2 and f"{empty}: the run has no trials" in err
+    code, _, err = _cli(capsys, str(tmp_path), str(runs.oracle))  # a folder with no trials.jsonl at all
+    assert code == 2 and "the run has no trials" in err
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "trials.jsonl").write_text('{"case_id": 1}\n')
+    code, _, err = _cli(capsys, str(corrupt), str(runs.oracle))
+    assert code == 2 and "trials.jsonl:1: not a trial record" in err
+    # The bundled complete-scenario file holds none of these prepare cases.
+    code = main([str(runs.oracle), str(runs.unsafe), "--dataset", str(BUNDLED_DATASET / "complete.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "A: 4 case(s) not in the dataset" in err and "'add-column-category'" in err
+    code = main([str(runs.oracle), str(runs.unsafe), "--dataset", str(tmp_path / "nowhere.yaml")])
+    assert code == 2 and "no such dataset" in capsys.readouterr().err
+
+
+def test_a_run_id_is_found_under_the_results_folder(
+    runs: Runs, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_RESULTS_DIR", str(runs.results))
+    code, out, err = _cli(capsys, "a", "b", "--score", "main_branch_integrity", "--bootstrap", "50", "--seed", "3")
+    assert code == 0, err
+    assert "main_branch_integrity: B worse" in out and "tool_trajectory" not in out
+    assert "bootstrap over cases, 50 resamples, seed 3" in out
