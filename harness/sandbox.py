@@ -60,21 +60,42 @@ class Sandbox(Protocol):
     async def expected_state(self, case: Case, label: str = "expected") -> Snapshot: ...
 
 
-async def shielded(make: Callable[[], Awaitable[T]], timeout: float = CLEANUP_TIMEOUT) -> T:
-    """Run cleanup to completion even if the caller is cancelled; re-raise the cancellation after."""
-    task: asyncio.Task[T] = asyncio.ensure_future(asyncio.wait_for(make(), timeout))
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(task)
+async def complete(
+    make: Callable[[], Awaitable[T]], timeout: float = CLEANUP_TIMEOUT, attempts: int = 3
+) -> tuple[asyncio.Task[T], bool]:
+    """Run cleanup to completion even if the caller is cancelled: (the finished task, caller cancelled?).
+
+    The cleanup task itself may be cancelled too: at shutdown (Ctrl-C) `asyncio.run` cancels every
+    task, shielded ones included. A cleanup cancelled that way is started again (the new task is not
+    on the shutdown's list) up to `attempts` times, and counts as a cancellation of the caller.
+    """
+    caller_cancelled = False
+    for _ in range(attempts):
+        task: asyncio.Task[T] = asyncio.ensure_future(asyncio.wait_for(make(), timeout))
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                caller_cancelled = caller_cancelled or not task.done()
+            except Exception:
+                break  # the cleanup failed: the caller reads the error from the task
+        if not task.cancelled():
             break
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
+        caller_cancelled = True  # only a shutdown cancels the cleanup task itself
+    return task, caller_cancelled
+
+
+async def shielded(make: Callable[[], Awaitable[T]], timeout: float = CLEANUP_TIMEOUT, attempts: int = 3) -> T:
+    """`complete`, then re-raise the caller's cancellation, or return the result (or raise its error)."""
+    task, cancelled = await complete(make, timeout, attempts)
     if cancelled:
         raise asyncio.CancelledError()
-    return result
+    return task.result()
+
+
+def failure(task: asyncio.Task[Any]) -> BaseException | None:
+    """What a finished cleanup task raised, if anything (a cancelled one counts as failed)."""
+    return asyncio.CancelledError() if task.cancelled() else task.exception()
 
 
 def project_name(run_id: str, label: str) -> str:
@@ -123,6 +144,17 @@ class LocalProjectSandbox:
         uri = await self.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
         await execute_script(uri, case.fixture_path.read_text(encoding="utf-8"), transaction=True)
 
+    async def _projects_named(self, name: str, waits: tuple[float, ...] = (0.0, 0.5, 1.5)) -> list[str]:
+        """Ids of projects called `name`, looked for a few times: a create request cut off mid-flight
+        may still be completing on the server. Names carry a random part, so they are this trial's."""
+        for wait in waits:
+            await asyncio.sleep(wait)
+            found = await self.api.list_projects(search=name)
+            ids = [str(project["id"]) for project in found if project.get("name") == name]
+            if ids:
+                return ids
+        return []
+
     @asynccontextmanager
     async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
         created: list[str] = []
@@ -133,20 +165,32 @@ class LocalProjectSandbox:
             return info
 
         info: SandboxInfo | None = None
+        name = project_name(self.run_id, label)
+        cut_off = False
         try:
             # Creation is shielded too: a cancelled create must still be known, so it can be deleted.
-            info = await shielded(create)
+            # It is never retried: a create cut off at shutdown may still have made the project.
+            try:
+                info = await shielded(create, attempts=1)
+            except asyncio.CancelledError:
+                cut_off = not created
+                raise
             await self._load_fixture(info, case)
             yield info
         finally:
+            cancelled = False
+            if cut_off:  # the create was cut off mid-request: the project may exist all the same
+                found, cancelled = await complete(functools.partial(self._projects_named, name))
+                if failure(found) is None:
+                    created.extend(found.result())
             for project_id in created:
-                try:
-                    await shielded(functools.partial(self.api.delete_project, project_id))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as error:
-                    if info is not None:
-                        info.cleanup_error = f"delete project {project_id}: {error}"
+                deleted, interrupted = await complete(functools.partial(self.api.delete_project, project_id))
+                cancelled = cancelled or interrupted
+                error = failure(deleted)
+                if error is not None and info is not None:
+                    info.cleanup_error = f"delete project {project_id}: {error!r}"
+            if cancelled:
+                raise asyncio.CancelledError()
 
     async def expected_state(self, case: Case, label: str = "expected") -> Snapshot:
         """Fixture plus the reference SQL on a fresh project, captured, then deleted."""

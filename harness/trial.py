@@ -219,6 +219,11 @@ class TrialRunner:
             record.timings["tools"] = round(state.tool_seconds, 4)
             record.duration_s = round(time.perf_counter() - started, 4)
             record.cost_usd = cost_usd(self.settings.model, state.usage)
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            # The trial was cancelled but a library on the way swallowed the CancelledError (its
+            # sandbox is cleaned up by now). Honour the cancellation: a run being stopped must stop.
+            raise asyncio.CancelledError()
         record = TrialRecord.model_validate_json(self.scrub(record.model_dump_json()))
         if self.write_results:
             try:
@@ -230,7 +235,7 @@ class TrialRunner:
     async def _run(self, case: Case, trial_index: int, record: TrialRecord, state: AgentState) -> None:
         assert self.backend is not None and self.provider is not None
         backend, timings = self.backend, record.timings
-        label = f"{case.id}-{trial_index}-{secrets.token_hex(2)}"
+        label = f"{secrets.token_hex(3)}-{case.id}-{trial_index}"  # random first: it survives truncation
         clock = time.perf_counter()
         info: SandboxInfo | None = None
         try:
