@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import random
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,17 +29,13 @@ from typing import Any
 
 from autoevals import Score
 
-from analysis.stats import Interval, pass_hat_k, wilson_interval
+from analysis.stats import ALPHA, Interval, mcnemar_exact, paired_bootstrap, pass_hat_k, trials_needed, wilson_interval
 from analysis.summary import OVERALL, PASS_THRESHOLD
 from harness.cases import Case, DatasetError, load_cases
 from harness.records import TrialRecord
 from harness.store import TRIALS_FILE, load_run
 from scorers import cleanup, data_integrity, integrity, trajectory
 
-ALPHA = 0.05
-POWER = 0.8
-Z_ALPHA = 1.959963984540054  # two-sided 5%
-Z_POWER = 0.8416212335729143  # one-sided 20%: 80% power
 BETTER, WORSE, SAME = "B better", "B worse", "no significant difference"
 
 PureScorer = Callable[[TrialRecord, Case], Score]
@@ -55,66 +50,6 @@ SCORERS: dict[str, PureScorer] = {
 
 class CompareError(ValueError):
     """Input that cannot be compared (a bad path, an empty run, an unknown case): the CLI exits 2."""
-
-
-# -- statistics ----------------------------------------------------------------------------------
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value: under "no difference" each discordant pair is a fair coin.
-
-    b = pairs where A passed and B failed, c = the reverse; p = min(1, 2·P[X ≤ min(b, c)]), X ~ Bin(b+c, 1/2).
-    Computed with integers, so it is exact even for small counts where the chi-square version is not.
-    """
-    if b < 0 or c < 0:
-        raise ValueError(f"discordant counts must be non-negative, got b={b}, c={c}")
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile of already sorted values."""
-    position = q * (len(sorted_values) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
-
-
-def paired_bootstrap(
-    per_case: Sequence[Sequence[tuple[bool, bool]]], resamples: int = 2000, seed: int = 0, level: float = 0.95
-) -> Interval | None:
-    """Percentile interval of the pass-rate difference B−A, resampling whole cases with replacement.
-
-    `per_case` holds, for each case, its (A passed, B passed) pairs. Cases are the unit of sampling
-    because trials of one case share its difficulty. None when there is nothing to resample.
-    """
-    cases = [(sum(int(b) - int(a) for a, b in pairs), len(pairs)) for pairs in per_case if pairs]
-    if not cases or resamples < 1:
-        return None
-    rng = random.Random(seed)
-    estimates: list[float] = []
-    for _ in range(resamples):
-        drawn = [cases[rng.randrange(len(cases))] for _ in cases]
-        estimates.append(sum(d for d, _ in drawn) / sum(n for _, n in drawn))
-    estimates.sort()
-    tail = (1 - level) / 2
-    return Interval(_quantile(estimates, tail), _quantile(estimates, 1 - tail))
-
-
-def trials_needed(b: int, c: int, pairs: int) -> int | None:
-    """Approximate pairs McNemar needs to detect the observed difference at alpha 0.05 with 80% power.
-
-    Connor's normal approximation with the observed discordant proportions:
-    n = (z_a·√ψ + z_b·√(ψ − δ²))² / δ², ψ = (b+c)/pairs, δ = (c−b)/pairs. None when δ = 0.
-    """
-    if pairs <= 0 or b == c:
-        return None
-    psi, delta = (b + c) / pairs, (c - b) / pairs
-    root = Z_ALPHA * math.sqrt(psi) + Z_POWER * math.sqrt(max(0.0, psi - delta * delta))
-    return math.ceil(root * root / (delta * delta))
 
 
 # -- the comparison --------------------------------------------------------------------------------
@@ -429,7 +364,7 @@ def render(comparison: Comparison, group_a: Group, group_b: Group) -> str:
     lines += [
         "",
         f"trials needed per case to detect the observed difference (approximate: normal approximation, "
-        f"McNemar, alpha {ALPHA}, {POWER:.0%} power)",
+        f"McNemar, alpha {ALPHA}, 80% power)",
     ]
     for s in c.scores.values():
         needed = "—" if s.trials_needed is None else f"{s.trials_needed_per_case} ({s.trials_needed} pairs in all)"
