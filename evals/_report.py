@@ -2,7 +2,8 @@
 
 For each experiment it prints per-score pass rates with 95% Wilson intervals, pass^k, unscorable
 counts and infrastructure errors (counted apart from accuracy). `report_run` fails the run (the
-CLI exits 1) when a task raised, or when a score falls under a floor set in `EVAL_MIN_PASS`
+CLI exits 1) when a task raised, when every trial of an experiment was an infrastructure error
+(nothing was measured), or when a score falls under a floor set in `EVAL_MIN_PASS`
 (e.g. `main_branch_integrity=1.0,trajectory=0.9`): the regression guard of the nightly run.
 """
 
@@ -73,7 +74,17 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> dict
         print(render(f"{title} · {(evaluator.metadata or {}).get('tool_count', '?')} tools", summary))
         for item in failures:
             print(f"   task error: {item.error!r}", file=sys.stderr)
-    return {"title": title, "summary": summary, "failed_tasks": len(failures)}
+    infra = [item for item in result.results if trial_scores(item).outcome == "infra_error"]
+    first_reason = ((infra[0].metadata or {}).get("trial") or {}).get("error") if infra else None
+    if infra:
+        print(f"   {len(infra)} infrastructure error(s), first: {first_reason}", file=sys.stderr)
+    return {
+        "title": title,
+        "summary": summary,
+        "failed_tasks": len(failures),
+        "infra_errors": len(infra),
+        "first_infra_error": first_reason,
+    }
 
 
 def report_run(reports: list[dict[str, Any]], verbose: bool, jsonl: bool) -> bool:
@@ -83,6 +94,11 @@ def report_run(reports: list[dict[str, Any]], verbose: bool, jsonl: bool) -> boo
         summary: ExperimentSummary = report["summary"]
         if report["failed_tasks"]:
             print(f"FAIL {report['title']}: {report['failed_tasks']} task(s) raised", file=sys.stderr)
+            ok = False
+        if summary.trials and report["infra_errors"] == summary.trials:
+            # Nothing was measured: passing this run would hide a dead server or a bad key.
+            reason = report["first_infra_error"]
+            print(f"FAIL {report['title']}: every trial was an infrastructure error ({reason})", file=sys.stderr)
             ok = False
         for name, floor in floors.items():
             stat = summary.scores.get(name)

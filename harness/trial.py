@@ -16,6 +16,7 @@ and every server process is stopped at interpreter exit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import sys
 import time
@@ -406,7 +407,7 @@ async def run_trial(case: Case, trial_index: int = 0, settings: Settings | None 
         raise
     except Exception as error:
         chosen = settings or shared_settings()
-        return TrialRecord(
+        record = TrialRecord(
             case_id=case.id,
             trial_index=trial_index,
             config=TrialConfig(model=chosen.model, server=chosen.scrub(chosen.server)),
@@ -414,6 +415,9 @@ async def run_trial(case: Case, trial_index: int = 0, settings: Settings | None 
             error=chosen.scrub(f"runner did not start: {describe_error(error)}"),
             started_at=datetime.now(UTC).isoformat(),
         )
+        with contextlib.suppress(OSError):  # the evidence of a failed run is kept like any other trial
+            ResultsStore(chosen.results_dir, chosen.run_id).append(record)
+        return record
     return await runner.run(case, trial_index)
 
 

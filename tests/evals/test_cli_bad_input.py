@@ -84,3 +84,18 @@ def test_a_misspelt_judge_route_is_refused(tmp_path: Path) -> None:
     completed = run_cli(env, "evals/eval_tool_selection.py")
     assert completed.returncode != 0
     assert "EVAL_JUDGE_PROVIDER: 'antropic' is not one of" in completed.stderr
+
+
+def test_a_dead_server_fails_the_run_and_keeps_the_evidence(tmp_path: Path) -> None:
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(CASUAL_DROP)
+    results = tmp_path / "results"
+    env = offline_env(
+        results, EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset), EVAL_SERVER="http://127.0.0.1:9/mcp"
+    )
+    completed = run_cli(env, "evals/eval_tool_selection.py")
+    assert completed.returncode == 1
+    assert "every trial was an infrastructure error" in completed.stderr
+    assert "POST /projects" in completed.stderr  # the first reason is shown, not just a count
+    [trials] = list(results.rglob("trials.jsonl"))
+    assert '"outcome":"infra_error"' in trials.read_text()
