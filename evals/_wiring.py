@@ -7,6 +7,7 @@ different models, servers and description variants line up side by side in the B
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import subprocess
@@ -20,6 +21,7 @@ from harness.cases import REPO_ROOT, Case, Scenario, load_cases
 from harness.config import Settings
 from harness.probe import count_model_tools_blocking
 from harness.records import TrialRecord
+from harness.toolview import DECOYS
 from harness.trial import run_trial, shared_settings
 from scorers.adapters import SCORERS
 from scorers.metrics import trial_metrics
@@ -120,6 +122,16 @@ def make_task(settings: Settings) -> Any:
     return task
 
 
+def decoy_sweep(text: str) -> list[int]:
+    """`EVAL_DECOY_SWEEP=0,4,8,12`: one experiment per decoy count (a degradation curve over catalog size)."""
+    counts: list[int] = []
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        if not part.isdigit() or int(part) > len(DECOYS):
+            raise ValueError(f"EVAL_DECOY_SWEEP: {part!r} is not a decoy count from 0 to {len(DECOYS)}")
+        counts.append(int(part))
+    return sorted(set(counts))
+
+
 def check_judge_provider(value: str) -> None:
     """A misspelt judge route would silently fall back to another judge: refuse it instead."""
     known = ("braintrust", "anthropic", "openai", "none")
@@ -128,7 +140,7 @@ def check_judge_provider(value: str) -> None:
 
 
 def define_evals(eval_name: str, scenario: Scenario) -> None:
-    """Declare one `Eval` per model for the cases of `scenario`."""
+    """Declare one `Eval` per model (and per decoy count, when sweeping) for the cases of `scenario`."""
     base = shared_settings()
     parse_floors(os.environ.get("EVAL_MIN_PASS", ""))  # a malformed floor stops the run before it starts
     check_judge_provider(os.environ.get("EVAL_JUDGE_PROVIDER", ""))
@@ -138,13 +150,15 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
     trials = _positive_int("EVAL_TRIALS", DEFAULT_TRIALS)
     concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
     project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
-    for model in base.models:
-        settings = base.for_model(model)
+    sweep = decoy_sweep(os.environ.get("EVAL_DECOY_SWEEP", ""))
+    for model, decoys in itertools.product(base.models, sweep or [base.decoys]):
+        settings = base.for_model(model).model_copy(update={"decoys": decoys})
         metadata = experiment_metadata(eval_name, settings, cases, trials)
         variant = metadata["description_variant"]
+        decoy_part = f" · {decoys} decoys" if sweep or decoys else ""
         Eval(
             project,
-            experiment_name=f"{eval_name} · {model} · {settings.server_kind} · {variant}",
+            experiment_name=f"{eval_name} · {model} · {settings.server_kind} · {variant}{decoy_part}",
             data=rows(cases),
             task=make_task(settings),
             scores=SCORERS,

@@ -1,10 +1,11 @@
-"""Bad configuration stops `braintrust eval` before any trial, saying what is wrong and where."""
+"""How configuration shapes a `braintrust eval` run: bad input stops it before any trial (saying what
+and where), floors and dead servers fail it, a decoy sweep multiplies its experiments."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.evals.cli import offline_env, run_cli
+from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
 
 BROKEN = """
 version: 1
@@ -99,3 +100,23 @@ def test_a_dead_server_fails_the_run_and_keeps_the_evidence(tmp_path: Path) -> N
     assert "POST /projects" in completed.stderr  # the first reason is shown, not just a count
     [trials] = list(results.rglob("trials.jsonl"))
     assert '"outcome":"infra_error"' in trials.read_text()
+
+
+def test_a_decoy_sweep_runs_one_experiment_per_catalog_size(tmp_path: Path) -> None:
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(CASUAL_DROP)
+    env = offline_env(
+        tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset), EVAL_DECOY_SWEEP="0,3"
+    )
+    lines = run_braintrust_eval(env, "evals/eval_tool_selection.py")
+    by_decoys = {line["metadata"]["decoys"]: line for line in lines}
+    assert sorted(by_decoys) == [0, 3]
+    assert by_decoys[3]["metadata"]["tool_count"] == by_decoys[0]["metadata"]["tool_count"] + 3
+    assert all(line["experiment"].endswith(f"· {n} decoys") for n, line in by_decoys.items())
+    assert by_decoys[3]["braintrust"]["scores"]["tool_trajectory"]["score"] == 1.0
+
+
+def test_a_decoy_sweep_beyond_the_defined_decoys_is_refused(tmp_path: Path) -> None:
+    env = offline_env(tmp_path / "results", EVAL_DECOY_SWEEP="0,99")
+    completed = run_cli(env, "evals/eval_tool_selection.py")
+    assert completed.returncode != 0 and "EVAL_DECOY_SWEEP: '99' is not a decoy count" in completed.stderr
