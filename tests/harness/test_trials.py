@@ -48,6 +48,11 @@ async def assert_nothing_left(api: NeonAPI, run_id: str) -> None:
     assert leftovers == [], [p["name"] for p in leftovers]
 
 
+def fake_model_env(url: str) -> dict[str, str]:
+    """Settings that drive a Claude model served by the scripted fake at `url`."""
+    return {"EVAL_MODEL": "anthropic:claude-haiku-4-5", "ANTHROPIC_API_KEY": "k" * 20, "ANTHROPIC_BASE_URL": url}
+
+
 def same_state(a: Any, b: Any) -> bool:
     return bool(a.tables == b.tables and a.schema_sql == b.schema_sql)
 
@@ -213,11 +218,7 @@ async def test_turn_cap_and_model_failure_are_outcomes_not_exceptions(
         return reply(tool_use("get_database_tables", {"projectId": project_id(body)}))
 
     with FakeAnthropic(forever) as fake:
-        env = {
-            "EVAL_MODEL": "anthropic:claude-haiku-4-5",
-            "ANTHROPIC_API_KEY": "k" * 20,
-            "ANTHROPIC_BASE_URL": fake.url,
-        }
+        env = fake_model_env(fake.url)
         settings = runner_settings({**env, "EVAL_MAX_TURNS": "3"})
         async with TrialRunner(settings, local_server=local_server) as runner:
             capped = await runner.run(make_case(), 0)
@@ -227,11 +228,7 @@ async def test_turn_cap_and_model_failure_are_outcomes_not_exceptions(
     assert capped.after is not None  # state is still captured after a cap
 
     with FakeAnthropic(forever, failures=[529] * 10) as down:
-        env = {
-            "EVAL_MODEL": "anthropic:claude-haiku-4-5",
-            "ANTHROPIC_API_KEY": "k" * 20,
-            "ANTHROPIC_BASE_URL": down.url,
-        }
+        env = fake_model_env(down.url)
         settings = runner_settings(env)
         async with TrialRunner(settings, local_server=local_server) as runner:
             failed = await runner.run(make_case(), 0)
@@ -248,11 +245,7 @@ async def test_trial_timeout_is_an_outcome(
         return reply(text("too late"))
 
     with FakeAnthropic(slow) as fake:
-        env = {
-            "EVAL_MODEL": "anthropic:claude-haiku-4-5",
-            "ANTHROPIC_API_KEY": "k" * 20,
-            "ANTHROPIC_BASE_URL": fake.url,
-        }
+        env = fake_model_env(fake.url)
         settings = runner_settings({**env, "EVAL_TRIAL_TIMEOUT": "0.5"})
         async with TrialRunner(settings, local_server=local_server) as runner:
             record = await runner.run(make_case(), 0)
@@ -268,11 +261,7 @@ async def test_cancelled_mid_tool_call_leaves_nothing(
         return reply(tool_use("run_sql", {"projectId": project_id(body), "sql": "SELECT pg_sleep(20)"}))
 
     with FakeAnthropic(sleepy) as fake:
-        env = {
-            "EVAL_MODEL": "anthropic:claude-haiku-4-5",
-            "ANTHROPIC_API_KEY": "k" * 20,
-            "ANTHROPIC_BASE_URL": fake.url,
-        }
+        env = fake_model_env(fake.url)
         settings = runner_settings(env)
         async with TrialRunner(settings, local_server=local_server) as runner:
             task = asyncio.create_task(runner.run(make_case(), 0))
