@@ -21,8 +21,8 @@ from harness.cases import REPO_ROOT, Case, Scenario, load_cases
 from harness.config import Settings
 from harness.probe import count_model_tools_blocking
 from harness.records import TrialRecord
+from harness.shared import run_trial, shared_settings
 from harness.toolview import DECOYS
-from harness.trial import run_trial, shared_settings
 from scorers.adapters import SCORERS
 from scorers.metrics import trial_metrics
 

@@ -12,8 +12,9 @@ import concurrent.futures
 
 from harness.config import Settings
 from harness.mcp_client import connect
+from harness.shared import shared_local_server
 from harness.toolview import ToolView
-from harness.trial import TrialRunner, describe_error, shared_local_server
+from harness.trial import TrialRunner, describe_error
 
 
 async def count_model_tools(settings: Settings) -> int:

@@ -18,9 +18,10 @@ from harness.neon_api import NeonAPI
 from harness.records import TrialConfig, TrialRecord
 from harness.sandbox import NeonPoolSandbox, execute_script
 from harness.server_process import LocalServer
+from harness.shared import close_shared_runners, run_trial, shared_runner
 from harness.state import capture
 from harness.store import ResultsStore, load_run
-from harness.trial import TrialRunner, close_shared_runners, run_trial, shared_runner
+from harness.trial import TrialRunner
 from tests.harness.conftest import FIXTURES, make_case
 from tests.harness.test_trials import DROP_CASE
 
