@@ -29,7 +29,7 @@ from typing import Any
 from autoevals import Score
 
 from analysis.compare import SCORERS, CompareError, resolve_run, score_record
-from analysis.summary import OVERALL, ExperimentSummary, TrialScores, summarise
+from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
 from harness.cases import Case, DatasetError, load_cases
 from harness.records import TrialRecord
 from harness.store import TRIALS_FILE, load_run
@@ -129,7 +129,8 @@ def render_header(run_info: Mapping[str, Any], run_path: Path, trials: int) -> s
         f"<code>{escape(str(run_path))}</code>"
         f"{f'; git commit <code>{escape(str(commit))}</code>' if commit else ''}. "
         f"Re-scored offline with {escape(', '.join(SCORERS))} (factuality needs a judge and is left out). "
-        "A trial passes a score at ≥ 0.8; the 95% CI is Wilson's; n/a trials are left out of the rates.</p>\n"
+        f"A trial passes a score at ≥ {PASS_THRESHOLD}; the 95% CI is Wilson's; "
+        "n/a trials are left out of the rates.</p>\n"
         f"<details><summary>settings</summary><dl>{items}</dl></details>"
     )
 
