@@ -10,18 +10,18 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import subprocess
 from functools import cache
 from typing import Any
 
 from braintrust import Eval, EvalCase
 
 from evals._report import REPORTER, parse_floors
-from harness.cases import REPO_ROOT, Case, Scenario, load_cases
+from harness.cases import Case, Scenario, load_cases
 from harness.config import Settings
 from harness.probe import count_model_tools_blocking
 from harness.records import TrialRecord
 from harness.shared import run_trial, shared_settings
+from harness.store import git_commit
 from harness.toolview import DECOYS
 from scorers.adapters import SCORERS
 from scorers.metrics import trial_metrics
@@ -42,19 +42,6 @@ def _positive_int(name: str, default: int) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"{name} must be a whole number of at least 1, got {text!r}")
     return int(text)
-
-
-@cache
-def git_commit() -> str:
-    """The checkout's commit (with `-dirty` when files changed), so a result says what code made it."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{commit}-dirty" if dirty.strip() else commit
 
 
 def description_variant(settings: Settings) -> str:

@@ -10,18 +10,34 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
+from harness.cases import REPO_ROOT
 from harness.config import Settings
 from harness.records import TrialRecord
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
+
+
+@cache
+def git_commit() -> str:
+    """The checkout's commit (with `-dirty` when files changed), so a result says what code made it."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit}-dirty" if dirty.strip() else commit
 
 
 class ResultsStore:
@@ -43,6 +59,7 @@ class ResultsStore:
                     "run_id": self.run_dir.name,
                     "created_at": datetime.now(UTC).isoformat(),
                     "settings": settings.public(),
+                    "git_commit": git_commit(),
                     **(extra or {}),
                 }
                 text = settings.scrub(json.dumps(info, indent=2, sort_keys=True))

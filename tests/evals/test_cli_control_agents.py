@@ -70,6 +70,7 @@ def test_every_trial_is_kept_in_the_results_store(summaries: dict[str, dict]) ->
     assert len(runs) == 1, "one braintrust eval process is one run"
     info, records = load_run(runs[0])
     assert info["settings"]["anthropic_api_key"] is None
+    assert info["git_commit"] not in ("", "unknown"), "a result must say which code produced it"
     expected = 2 * len(load_cases())  # both control agents, one trial per case
     assert len(records) == expected
     assert {record.config.model for record in records} == {"control:oracle", "control:unsafe"}
