@@ -117,15 +117,21 @@ class Comparison:
     scores: dict[str, ScoreComparison]
 
 
-def score_record(record: TrialRecord, case: Case, names: Sequence[str]) -> dict[str, bool | None]:
-    """Pass/fail per score (None: could not be scored), plus the overall verdict every computable score passes."""
+def verdicts_of(scores: Mapping[str, Score], outcome: str) -> dict[str, bool | None]:
+    """Pass/fail per score (None: could not be scored, or an infra_error trial), plus the overall
+    verdict: every computable score passes."""
     verdicts: dict[str, bool | None] = {}
-    for name in names:
-        value = None if record.outcome == "infra_error" else SCORERS[name](record, case).score
+    for name, score in scores.items():
+        value = None if outcome == "infra_error" else score.score
         verdicts[name] = None if value is None else value >= PASS_THRESHOLD
     computed = [verdict for verdict in verdicts.values() if verdict is not None]
     verdicts[OVERALL] = all(computed) if computed else None
     return verdicts
+
+
+def score_record(record: TrialRecord, case: Case, names: Sequence[str]) -> dict[str, bool | None]:
+    """Re-score one record with the named deterministic scorers and reduce the scores to verdicts."""
+    return verdicts_of({name: SCORERS[name](record, case) for name in names}, record.outcome)
 
 
 def _index(records: Iterable[TrialRecord], label: str) -> dict[tuple[str, int], TrialRecord]:
@@ -275,16 +281,22 @@ def resolve_run(argument: str) -> Path:
     raise CompareError(f"{argument}: no such run folder or {TRIALS_FILE} (nor {under_results})")
 
 
-def load_group(argument: str, model: str | None, side: str) -> Group:
-    """The trials of one run, restricted to one model (required when the run holds several)."""
+def load_records(argument: str) -> tuple[Path, dict[str, Any], list[TrialRecord]]:
+    """A run's path, run.json and records; a missing, unreadable or empty run is a `CompareError`."""
     path = resolve_run(argument)
     try:
-        _, records = load_run(path)
+        info, records = load_run(path)
     except (OSError, ValueError) as error:
         raise CompareError(f"{path}: cannot read the run: {error}") from error
     if not records:
         trials = path if path.is_file() else path / TRIALS_FILE
         raise CompareError(f"{path}: the run has no trials ({trials} is missing or empty)")
+    return path, info, records
+
+
+def load_group(argument: str, model: str | None, side: str) -> Group:
+    """The trials of one run, restricted to one model (required when the run holds several)."""
+    path, _, records = load_records(argument)
     models = sorted({record.config.model for record in records})
     if model is None:
         if len(models) > 1:

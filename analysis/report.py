@@ -28,11 +28,10 @@ from typing import Any
 
 from autoevals import Score
 
-from analysis.compare import SCORERS, CompareError, resolve_run, score_record
+from analysis.compare import SCORERS, CompareError, load_records, verdicts_of
 from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
 from harness.cases import Case, DatasetError, load_cases
 from harness.records import TrialRecord
-from harness.store import TRIALS_FILE, load_run
 
 NAMES = [*SCORERS, OVERALL]
 DIFF_LINES = 40  # the scorer already caps its diff; a page with dozens of failures needs a tighter cap
@@ -78,7 +77,7 @@ def score_run(records: Iterable[TrialRecord], cases: Mapping[str, Case]) -> list
     for record in records:
         case = cases[record.case_id]
         scores = {name: scorer(record, case) for name, scorer in SCORERS.items()}
-        scored.append(ScoredTrial(record, case, scores, score_record(record, case, list(SCORERS))))
+        scored.append(ScoredTrial(record, case, scores, verdicts_of(scores, record.outcome)))
     return scored
 
 
@@ -90,7 +89,7 @@ def _groups(trials: Sequence[ScoredTrial]) -> dict[tuple[str, str], list[ScoredT
 
 
 def _summary(trials: Sequence[ScoredTrial]) -> ExperimentSummary:
-    """The suite's usual summary; a score is n/a exactly where `score_record` says it could not be judged."""
+    """The suite's usual summary; a score is n/a exactly where `verdicts_of` says it could not be judged."""
     return summarise(
         [
             TrialScores(
@@ -243,14 +242,8 @@ def render_report(run_info: Mapping[str, Any], run_path: Path, trials: Sequence[
 
 
 def load(argument: str) -> tuple[Path, dict[str, Any], list[TrialRecord]]:
-    """The run's folder, run.json and records; a missing, unreadable or empty run is a `CompareError`."""
-    path = resolve_run(argument)
-    try:
-        info, records = load_run(path)
-    except (OSError, ValueError) as error:
-        raise CompareError(f"{path}: cannot read the run: {error}") from error
-    if not records:
-        raise CompareError(f"{path}: the run has no trials ({TRIALS_FILE} is missing or empty)")
+    """The run's folder, run.json and records (see `analysis.compare.load_records`)."""
+    path, info, records = load_records(argument)
     return (path.parent if path.is_file() else path), info, records
 
 

@@ -44,13 +44,6 @@ def _positive_int(name: str, default: int) -> int:
     return int(text)
 
 
-def description_variant(settings: Settings) -> str:
-    overrides = settings.tool_descriptions.stem if settings.tool_descriptions else None
-    server_side = os.environ.get("LOCALNEON_DESCRIPTIONS")
-    parts = [part for part in (overrides, server_side and os.path.basename(server_side).rsplit(".", 1)[0]) if part]
-    return "+".join(parts) or "default"
-
-
 @cache
 def tool_count(settings: Settings) -> int | str:
     """Tools the model sees (asked of the server once per configuration and process)."""
@@ -63,7 +56,7 @@ def experiment_metadata(eval_name: str, settings: Settings, cases: list[Case], t
         "model": settings.model,
         "server": settings.scrub(settings.server),
         "tool_count": tool_count(settings.model_copy(update={"model": "control:oracle"})),
-        "description_variant": description_variant(settings),
+        "description_variant": settings.description_variant,
         "decoys": settings.decoys,
         "tool_shuffle_seed": settings.tool_shuffle_seed,
         "tool_filter": settings.tool_filter,

@@ -57,11 +57,18 @@ class Settings(BaseModel):
     system_prompt: str | None = None
     trial_timeout: float = Field(default=300.0, gt=0)
     tool_descriptions: Path | None = None
+    server_descriptions: Path | None = None  # LOCALNEON_DESCRIPTIONS: the local server's own variant file
     decoys: int = Field(default=0, ge=0)
     tool_shuffle_seed: int | None = None
     tool_filter: str | None = None
     results_dir: Path = Path("results")
     run_id: str = Field(default_factory=lambda: new_run_id())
+
+    @property
+    def description_variant(self) -> str:
+        """Which tool descriptions the model saw: client-side overrides and/or the server's variant file."""
+        parts = [path.stem for path in (self.tool_descriptions, self.server_descriptions) if path]
+        return "+".join(parts) or "default"
 
     @property
     def provider(self) -> str:
@@ -233,6 +240,9 @@ def _parse(env: Mapping[str, str]) -> Settings:
         if not Path(descriptions).is_file():
             raise ConfigError(f"EVAL_TOOL_DESCRIPTIONS: no such file {descriptions}")
         values["tool_descriptions"] = Path(descriptions)
+    server_descriptions = _get(env, "LOCALNEON_DESCRIPTIONS")
+    if server_descriptions:
+        values["server_descriptions"] = Path(server_descriptions)
     tool_filter = _get(env, "EVAL_TOOL_FILTER")
     if tool_filter:
         try:

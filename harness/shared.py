@@ -45,7 +45,7 @@ def shared_local_server(settings: Settings) -> LocalServer | None:
     if settings.server_kind not in ("local", "stdio"):
         return None
     if not _SHARED_SERVER:
-        _SHARED_SERVER.append(LocalServer(token=secrets.token_urlsafe(24)))
+        _SHARED_SERVER.append(LocalServer(token=secrets.token_urlsafe(24), descriptions=settings.server_descriptions))
     return _SHARED_SERVER[0]
 
 

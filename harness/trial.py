@@ -96,7 +96,7 @@ class TrialRunner:
         kind = settings.server_kind
         if kind in ("local", "stdio"):
             if self._server is None:
-                self._server = LocalServer(token=self._token)
+                self._server = LocalServer(token=self._token, descriptions=self.settings.server_descriptions)
             endpoints = await self._server.start()
             self._endpoints = endpoints
             token = self._server.token
@@ -161,7 +161,7 @@ class TrialRunner:
         return TrialConfig(
             model=settings.model,
             server=self.scrub(settings.server),
-            description_variant=settings.tool_descriptions.stem if settings.tool_descriptions else "default",
+            description_variant=settings.description_variant,
             temperature=settings.temperature,
             max_turns=settings.max_turns,
             max_tokens=settings.max_tokens,

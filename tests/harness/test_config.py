@@ -130,3 +130,12 @@ def test_secrets_never_in_repr_public_records_or_store(tmp_path: Path) -> None:
         assert SECRET not in text and NEON_SECRET not in text
     info, records = load_run(store.run_dir)
     assert info["settings"]["anthropic_api_key"] == "[REDACTED]" and len(records) == 1
+
+
+def test_description_variant_names_both_the_client_overrides_and_the_server_file(tmp_path: Path) -> None:
+    overrides = tmp_path / "terse.yaml"
+    overrides.write_text("run_sql: Runs SQL.\n")
+    assert settings_from({}).description_variant == "default"
+    assert settings_from({"EVAL_TOOL_DESCRIPTIONS": str(overrides)}).description_variant == "terse"
+    both = settings_from({"EVAL_TOOL_DESCRIPTIONS": str(overrides), "LOCALNEON_DESCRIPTIONS": "/x/verbose-v2.yaml"})
+    assert both.description_variant == "terse+verbose-v2"
