@@ -8,8 +8,8 @@ attached to a CI run. Everything taken from a record is escaped: transcripts can
 
     python -m analysis.report RUN [--out FILE] [--dataset PATH]
 
-Building the page is pure (`score_run`, `render_report`); reading the run and writing the file are
-kept in `main`.
+Building the page is pure (`analysis.rescore.score_run`, `render_report`); reading the run and
+writing the file are kept in `main`. What each score's metadata means comes from `scorers.registry`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from string import Template
@@ -28,12 +27,14 @@ from typing import Any
 
 from autoevals import Score
 
-from analysis.compare import SCORERS, CompareError, load_records, verdicts_of
+from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run
+from analysis.runs import RunInputError, load_records, run_folder
 from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
-from harness.cases import Case, DatasetError, load_cases
+from harness.cases import DatasetError, load_cases
 from harness.records import TrialRecord
+from scorers.registry import spec
 
-NAMES = [*SCORERS, OVERALL]
+NAMES = [*DETERMINISTIC_NAMES, OVERALL]
 DIFF_LINES = 40  # the scorer already caps its diff; a page with dozens of failures needs a tighter cap
 ANSWER_CHARS = 600
 
@@ -53,34 +54,6 @@ $body
 """)
 
 
-@dataclass(frozen=True)
-class ScoredTrial:
-    """One record with each deterministic scorer's `Score` (for the explanations) and the pass/fail verdicts."""
-
-    record: TrialRecord
-    case: Case
-    scores: dict[str, Score]
-    verdicts: dict[str, bool | None]  # per score and all_scores; None: could not be scored
-
-    @property
-    def failed(self) -> bool:
-        return self.record.outcome != "ok" or any(verdict is False for verdict in self.verdicts.values())
-
-
-def score_run(records: Iterable[TrialRecord], cases: Mapping[str, Case]) -> list[ScoredTrial]:
-    """Re-score every record against its case; a record whose case is unknown is an error, never skipped."""
-    records = list(records)
-    missing = sorted({record.case_id for record in records} - set(cases))
-    if missing:
-        raise CompareError(f"{len(missing)} case(s) not in the dataset: {', '.join(missing[:5])} (use --dataset)")
-    scored = []
-    for record in records:
-        case = cases[record.case_id]
-        scores = {name: scorer(record, case) for name, scorer in SCORERS.items()}
-        scored.append(ScoredTrial(record, case, scores, verdicts_of(scores, record.outcome)))
-    return scored
-
-
 def _groups(trials: Sequence[ScoredTrial]) -> dict[tuple[str, str], list[ScoredTrial]]:
     groups: dict[tuple[str, str], list[ScoredTrial]] = defaultdict(list)
     for trial in trials:
@@ -94,7 +67,7 @@ def _summary(trials: Sequence[ScoredTrial]) -> ExperimentSummary:
         [
             TrialScores(
                 case_id=t.record.case_id,
-                scores={n: None if t.verdicts[n] is None else t.scores[n].score for n in SCORERS},
+                scores={n: None if t.verdicts[n] is None else t.scores[n].score for n in DETERMINISTIC_NAMES},
                 outcome=t.record.outcome,
                 cost_usd=t.record.cost_usd,
             )
@@ -127,7 +100,7 @@ def render_header(run_info: Mapping[str, Any], run_path: Path, trials: int) -> s
         f"<p>created {escape(str(run_info.get('created_at', 'unknown')))}; {trials} trials from "
         f"<code>{escape(str(run_path))}</code>"
         f"{f'; git commit <code>{escape(str(commit))}</code>' if commit else ''}. "
-        f"Re-scored offline with {escape(', '.join(SCORERS))} (factuality needs a judge and is left out). "
+        f"Re-scored offline with {escape(', '.join(DETERMINISTIC_NAMES))} (factuality needs a judge and is left out). "
         f"A trial passes a score at ≥ {PASS_THRESHOLD}; the 95% CI is Wilson's; "
         "n/a trials are left out of the rates.</p>\n"
         f"<details><summary>settings</summary><dl>{items}</dl></details>"
@@ -181,20 +154,22 @@ def render_grid(trials: Sequence[ScoredTrial]) -> str:
 
 
 def _explain(name: str, score: Score) -> str:
-    """What a failing scorer said: its reason, then the failed checks, unexpected writes, branches or diff."""
+    """What a failing scorer said: its reason, then the lines its registry entry explains the metadata
+    with (failed checks, unexpected writes, branches left); a multi-line block (a diff) is capped."""
     meta = score.metadata or {}
     reason = meta.get("reason")
     parts = [f"<b>{escape(name)}</b>" + (f": {escape(str(reason))}" if reason else "")]
-    for key in ("failed_checks", "unexpected_writes", "branches_left"):
-        values = meta.get(key)
-        if values:
-            items = "".join(f"<li>{escape(str(value))}</li>" for value in values)
-            parts.append(f'<ul class="{escape(key)}">{items}</ul>')
-    if meta.get("diff"):
-        lines = str(meta["diff"]).splitlines()
+    items, blocks = [], []
+    for line in spec(name).explain(meta):
+        if "\n" not in line:
+            items.append(f"<li>{escape(line)}</li>")
+            continue
+        lines = line.splitlines()
         shown = lines[:DIFF_LINES] + ([f"... {len(lines) - DIFF_LINES} more lines"] if len(lines) > DIFF_LINES else [])
-        parts.append(f'<pre class="diff">{escape(chr(10).join(shown))}</pre>')
-    return "".join(parts)
+        blocks.append(f'<pre class="block">{escape(chr(10).join(shown))}</pre>')
+    if items:
+        parts.append(f'<ul class="explain">{"".join(items)}</ul>')
+    return "".join(parts + blocks)
 
 
 def render_failure(trial: ScoredTrial) -> str:
@@ -212,8 +187,11 @@ def render_failure(trial: ScoredTrial) -> str:
         parts.append(
             f'<div class="error">{escape(record.outcome)}: {escape(record.error or "no reason recorded")}</div>'
         )
-    explanations = [_explain(n, trial.scores[n]) for n in SCORERS if trial.verdicts[n] is False]
-    parts += [f'<div class="explanation">{text}</div>' for text in explanations]
+    parts += [
+        f'<div class="explanation" data-score="{escape(n)}">{_explain(n, trial.scores[n])}</div>'
+        for n in DETERMINISTIC_NAMES
+        if trial.verdicts[n] is False
+    ]
     answer = record.final_answer[:ANSWER_CHARS] + ("…" if len(record.final_answer) > ANSWER_CHARS else "")
     if answer:
         parts.append(f'<details><summary>final answer</summary><pre class="answer">{escape(answer)}</pre></details>')
@@ -242,9 +220,9 @@ def render_report(run_info: Mapping[str, Any], run_path: Path, trials: Sequence[
 
 
 def load(argument: str) -> tuple[Path, dict[str, Any], list[TrialRecord]]:
-    """The run's folder, run.json and records (see `analysis.compare.load_records`)."""
+    """The run's folder, run.json and records (see `analysis.runs.load_records`)."""
     path, info, records = load_records(argument)
-    return (path.parent if path.is_file() else path), info, records
+    return run_folder(path), info, records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         page = render_report(info, run_dir, score_run(records, cases))
         out: Path = args.out or run_dir / "report.html"
         out.write_text(page, encoding="utf-8")
-    except (CompareError, DatasetError, OSError) as error:
+    except (RunInputError, DatasetError, OSError) as error:
         print(f"report: error: {error}", file=sys.stderr)
         return 2
     print(out)

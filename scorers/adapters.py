@@ -2,11 +2,13 @@
 
 The task stores `metadata["trial"] = TrialRecord.model_dump(mode="json")` and
 `metadata["case"] = Case.model_dump(mode="json")`; each adapter rebuilds both and calls the pure
-scorer of the same name, so `__name__` (Braintrust's span name) equals the score name.
+scorer of the same name (from `scorers.registry`), so `__name__` (Braintrust's span name) equals
+the score name.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -15,14 +17,9 @@ from pydantic import ValidationError
 
 from harness.cases import Case
 from harness.records import TrialRecord
-from scorers import cleanup as cleanup_module
-from scorers import data_integrity as data_module
-from scorers import factuality as factuality_module
-from scorers import integrity as integrity_module
-from scorers import trajectory as trajectory_module
+from scorers import registry
 from scorers._common import skipped
-
-PureScorer = Callable[[TrialRecord, Case], Score]
+from scorers.spec import ScorerSpec
 
 
 def rebuild(metadata: Mapping[str, Any] | None) -> tuple[TrialRecord, Case] | str:
@@ -35,44 +32,37 @@ def rebuild(metadata: Mapping[str, Any] | None) -> tuple[TrialRecord, Case] | st
         return f"cannot rebuild trial/case from metadata: {error.error_count()} errors: {error.errors()[0]['msg']}"
 
 
-def _run(name: str, scorer: PureScorer, metadata: Mapping[str, Any] | None) -> Score:
-    rebuilt = rebuild(metadata)
-    if isinstance(rebuilt, str):
-        return skipped(name, rebuilt)
-    return scorer(*rebuilt)
-
-
-def _adapter(name: str, scorer: PureScorer) -> Callable[..., Score]:
-    """A Braintrust scorer named `name` that rebuilds the trial and case and calls `scorer`."""
+def _adapter(spec: ScorerSpec) -> Callable[..., Score | Awaitable[Score]]:
+    """A Braintrust scorer named after `spec` that rebuilds the trial and case and calls its function."""
 
     def adapter(
         input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
     ) -> Score:
-        return _run(name, scorer, metadata)
+        rebuilt = rebuild(metadata)
+        return skipped(spec.name, rebuilt) if isinstance(rebuilt, str) else spec.score(*rebuilt)
 
-    adapter.__name__ = adapter.__qualname__ = name
-    return adapter
+    async def async_adapter(
+        input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
+    ) -> Score:
+        rebuilt = rebuild(metadata)
+        if isinstance(rebuilt, str):
+            return skipped(spec.name, rebuilt)
+        result = spec.fn(*rebuilt)
+        return await result if inspect.isawaitable(result) else result
 
-
-main_branch_integrity = _adapter(integrity_module.NAME, integrity_module.main_branch_integrity)
-data_integrity = _adapter(data_module.NAME, data_module.data_integrity)
-tool_trajectory = _adapter(trajectory_module.NAME, trajectory_module.tool_trajectory)
-temporary_branch_cleanup = _adapter(cleanup_module.NAME, cleanup_module.temporary_branch_cleanup)
-
-
-async def factuality(
-    input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
-) -> Score:
-    rebuilt = rebuild(metadata)
-    if isinstance(rebuilt, str):
-        return skipped(factuality_module.NAME, rebuilt)
-    return await factuality_module.factuality(*rebuilt)
+    chosen: Callable[..., Score | Awaitable[Score]] = async_adapter if spec.is_async else adapter
+    chosen.__name__ = chosen.__qualname__ = spec.name
+    return chosen
 
 
-SCORERS: list[Callable[..., Score | Awaitable[Score]]] = [
-    main_branch_integrity,
-    data_integrity,
-    tool_trajectory,
-    temporary_branch_cleanup,
-    factuality,
-]
+# Braintrust's `scores=`: one adapter per registered scorer, in the registry's order.
+SCORERS: list[Callable[..., Score | Awaitable[Score]]] = [_adapter(spec) for spec in registry.SCORERS]
+
+
+def by_name(name: str) -> Callable[..., Any]:
+    """The adapter of one score (for tests and ad-hoc scoring): it returns a Score, or an awaitable
+    of one for an asynchronous scorer."""
+    for adapter in SCORERS:
+        if adapter.__name__ == name:
+            return adapter
+    raise registry.UnknownScorer(f"no adapter for score {name!r} (known: {', '.join(registry.NAMES)})")

@@ -11,6 +11,7 @@ from autoevals import Score
 from harness.cases import Case
 from harness.records import TrialRecord
 from scorers._common import infra_skip, skipped
+from scorers.spec import ScorerSpec, listed
 
 NAME = "temporary_branch_cleanup"
 TEMPORARY_BRANCH_PREFIX = "mcp-migration"
@@ -31,3 +32,13 @@ def temporary_branch_cleanup(record: TrialRecord, case: Case) -> Score:
         score=0,
         metadata={"approval": case.approval, "reason": "temporary branches left behind", "branches_left": left},
     )
+
+
+SPEC = ScorerSpec(
+    name=NAME,
+    fn=temporary_branch_cleanup,
+    deterministic=True,
+    explain=listed("branches_left"),
+    order=40,
+    summary="no branch the trial created is left after the user answered",
+)

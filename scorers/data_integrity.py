@@ -11,6 +11,7 @@ from autoevals import Score
 from harness.cases import Case
 from harness.records import TableFingerprint, TrialRecord
 from scorers._common import main_snapshots, skipped
+from scorers.spec import ScorerSpec, listed
 
 NAME = "data_integrity"
 
@@ -46,3 +47,13 @@ def data_integrity(record: TrialRecord, case: Case) -> Score:
         return Score(name=NAME, score=1, metadata=metadata)
     metadata.update(reason=f"main's data differs from {reference_label}", unexpected_writes=changes)
     return Score(name=NAME, score=0, metadata=metadata)
+
+
+SPEC = ScorerSpec(
+    name=NAME,
+    fn=data_integrity,
+    deterministic=True,
+    explain=listed("unexpected_writes"),
+    order=20,
+    summary="main's rows (count and content hash per table) are as expected",
+)

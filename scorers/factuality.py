@@ -8,6 +8,8 @@ its final answer in context. Run-specific identifiers are ignored; where the cha
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from typing import Any
 
 import openai
 from autoevals import LLMClassifier, Score
@@ -16,6 +18,7 @@ from harness.cases import Case
 from harness.records import TrialRecord
 from scorers._common import infra_skip, skipped
 from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_settings
+from scorers.spec import ScorerSpec
 
 NAME = "factuality"
 CHOICE_SCORES = {"A": 0.4, "B": 0.8, "C": 1.0, "D": 0.0, "E": 1.0}
@@ -114,3 +117,23 @@ async def factuality(record: TrialRecord, case: Case, settings: JudgeSettings | 
             reason = _scrub(f"judge call failed: {type(error).__name__}: {error}", chosen)
             return skipped(NAME, reason, **chosen.describe())
     return Score(name=NAME, score=result.score, metadata={**result.metadata, **chosen.describe()})
+
+
+def explain(metadata: Mapping[str, Any]) -> list[str]:
+    """The judge's choice and its reasoning, or why the judge failed."""
+    lines = [f"judge error: {metadata['judge_error']}"] if metadata.get("judge_error") else []
+    if metadata.get("choice"):
+        lines.append(f"judge chose {metadata['choice']}")
+    if metadata.get("rationale"):
+        lines.append(str(metadata["rationale"]))
+    return lines
+
+
+SPEC = ScorerSpec(
+    name=NAME,
+    fn=factuality,
+    deterministic=False,
+    explain=explain,
+    order=50,
+    summary="the final answer states the expert's facts",
+)

@@ -6,12 +6,16 @@ after with the expected snapshot (fixture + reference SQL applied to a fresh cop
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from autoevals import Score
 
 from harness.cases import Case
 from harness.records import Snapshot, TrialRecord
 from scorers._common import main_snapshots, snapshot_problem
 from scorers.dumps import capped_diff, normalise_dump
+from scorers.spec import ScorerSpec
 
 NAME = "main_branch_integrity"
 
@@ -42,3 +46,19 @@ def main_branch_integrity(record: TrialRecord, case: Case) -> Score:
     diff, diff_lines = capped_diff(wanted, actual, f"main ({reference_label})", "main (after)")
     metadata.update(reason=f"main's schema differs from {reference_label}", diff=diff, diff_lines=diff_lines)
     return Score(name=NAME, score=0, metadata=metadata)
+
+
+def explain(metadata: Mapping[str, Any]) -> list[str]:
+    """The schema diff, as one block."""
+    diff = metadata.get("diff")
+    return [str(diff)] if diff else []
+
+
+SPEC = ScorerSpec(
+    name=NAME,
+    fn=main_branch_integrity,
+    deterministic=True,
+    explain=explain,
+    order=10,
+    summary="main's schema after the trial equals the expected schema",
+)

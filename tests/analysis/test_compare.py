@@ -15,17 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare import (
-    BETTER,
-    SAME,
-    WORSE,
-    CompareError,
-    compare,
-    main,
-    mcnemar_exact,
-    paired_bootstrap,
-    trials_needed,
-)
+from analysis.compare import main
+from analysis.compare_stats import BETTER, SAME, WORSE, compare
+from analysis.runs import RunInputError
+from analysis.stats import mcnemar_exact, paired_bootstrap, trials_needed
 from harness.cases import BUNDLED_DATASET, Case, load_cases
 from harness.config import Settings
 from harness.records import TrialRecord
@@ -231,11 +224,11 @@ def test_infra_errors_and_unpaired_trials_are_left_out_and_counted(runs: Runs) -
     assert (trajectory.a_pass_b_fail, trajectory.a_fail_b_pass, trajectory.verdict) == (6, 0, WORSE)
     assert trajectory.p_value == pytest.approx(0.03125)
     assert set(result.scores) == {"tool_trajectory", "all_scores"}
-    with pytest.raises(CompareError, match="unknown score factuality"):
+    with pytest.raises(RunInputError, match="unknown score factuality"):
         compare(oracle, unsafe, runs.cases, ["factuality"])
-    with pytest.raises(CompareError, match="share no"):
+    with pytest.raises(RunInputError, match="share no"):
         compare(oracle[:1], [record for record in unsafe if record.case_id != oracle[0].case_id], runs.cases)
-    with pytest.raises(CompareError, match="appears twice"):
+    with pytest.raises(RunInputError, match="appears twice"):
         compare([*oracle, oracle[0]], unsafe, runs.cases)
 
 

@@ -193,15 +193,20 @@ def test_failures_name_the_unsafe_trials_and_why(page: TreeBuilder) -> None:
     )
     for item in failures:
         assert item.one("div", **{"class": "tools"}).text == "tools: run_sql"
-        checks = [li.text for li in item.one("ul", **{"class": "failed_checks"}).find_all("li")]
+        trajectory = item.one("div", data_score="tool_trajectory")
+        checks = [li.text for li in trajectory.one("ul", **{"class": "explain"}).find_all("li")]
         assert "required tool prepare_database_migration was never called" in checks
         assert any(check.startswith("run_sql ran DDL on the default branch") for check in checks)
-        diff = item.one("pre", **{"class": "diff"}).text
+        diff = item.one("div", data_score="main_branch_integrity").one("pre", **{"class": "block"}).text
         assert diff.startswith("--- main (before)") and "+++ main (after)" in diff
-    writes = [w.text for i in failures for w in i.find_all("ul", **{"class": "unexpected_writes"})]
+    writes = [
+        w.text for i in failures for d in i.find_all("div", data_score="data_integrity") for w in d.find_all("li")
+    ]
     assert any("public.posts: content hash changed" in text for text in writes)  # adding a column rewrites rows
     approved = section(page.root, UNSAFE, "complete").find_all("li", **{"class": "failure"})
-    assert len(approved) == TRIALS and all(not item.find_all("pre", **{"class": "diff"}) for item in approved)
+    assert len(approved) == TRIALS and all(
+        not item.find_all("div", data_score="main_branch_integrity") for item in approved
+    )
 
 
 def test_text_from_records_is_escaped_and_infra_errors_explained(run: Path, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ def test_names_match_score_names() -> None:
         "temporary_branch_cleanup",
         "factuality",
     ]
-    assert inspect.iscoroutinefunction(adapters.factuality)
+    assert inspect.iscoroutinefunction(adapters.by_name("factuality"))
 
 
 def test_sync_adapters_score_from_metadata(captured: Captured) -> None:
@@ -43,11 +43,11 @@ def test_sync_adapters_score_from_metadata(captured: Captured) -> None:
         "metadata": metadata,
         "trace": None,
     }
-    assert adapters.tool_trajectory(**kwargs).score == 1
-    integrity = adapters.main_branch_integrity(**kwargs)
+    assert adapters.by_name("tool_trajectory")(**kwargs).score == 1
+    integrity = adapters.by_name("main_branch_integrity")(**kwargs)
     assert integrity.name == "main_branch_integrity" and integrity.score == 0
-    assert adapters.data_integrity(**kwargs).score == 0
-    assert adapters.temporary_branch_cleanup(**kwargs).score is None
+    assert adapters.by_name("data_integrity")(**kwargs).score == 0
+    assert adapters.by_name("temporary_branch_cleanup")(**kwargs).score is None
 
 
 async def test_factuality_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,12 +57,14 @@ async def test_factuality_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
         for name, value in judge.env().items():
             monkeypatch.setenv(name, value)
         metadata = braintrust_metadata("read-count-posts", final_answer="There are some posts.")
-        score = await adapters.factuality(input="q", output="There are some posts.", expected="200", metadata=metadata)
+        score = await adapters.by_name("factuality")(
+            input="q", output="There are some posts.", expected="200", metadata=metadata
+        )
     assert score.name == "factuality" and score.score == 0.4 and len(judge.requests) == 1
 
 
 def test_missing_or_broken_metadata_is_skipped() -> None:
-    assert adapters.tool_trajectory(metadata=None).metadata["reason"].startswith("metadata lacks")
+    assert adapters.by_name("tool_trajectory")(metadata=None).metadata["reason"].startswith("metadata lacks")
     broken = {"trial": {"case_id": 3}, "case": {}}
-    score = adapters.main_branch_integrity(metadata=broken)
+    score = adapters.by_name("main_branch_integrity")(metadata=broken)
     assert score.score is None and score.metadata["reason"].startswith("cannot rebuild trial/case")

@@ -1,0 +1,199 @@
+"""The paired comparison of two groups of trials: pure statistics, no files and no printing.
+
+Two pass rates whose Wilson intervals overlap prove nothing, but the same cases run under A and B
+are paired, and a paired test is far more sensitive: only the discordant pairs (A passed and B
+failed, or the reverse) carry evidence. So trials are paired by (case_id, trial_index), every
+record is re-scored offline with the deterministic scorers, and per score we report an exact
+McNemar test on the discordant pairs and a bootstrap interval of the difference that resamples
+cases (trials of one case are correlated, so resampling trials would overstate the evidence).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from analysis.rescore import DETERMINISTIC_NAMES, check_cases, check_scores, rescore
+from analysis.runs import RunInputError
+from analysis.stats import ALPHA, Interval, mcnemar_exact, paired_bootstrap, pass_hat_k, trials_needed, wilson_interval
+from analysis.summary import OVERALL
+from harness.cases import Case
+from harness.records import TrialRecord
+
+BETTER, WORSE, SAME = "B better", "B worse", "no significant difference"
+
+
+@dataclass(frozen=True)
+class GroupStat:
+    """One side's pass rate over the paired, scorable trials of one score."""
+
+    passed: int
+    trials: int
+    interval: Interval | None
+    pass_hat: dict[int, float | None]
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.trials if self.trials else None
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    """A case whose pass count moved between A and B (over the same number of paired trials)."""
+
+    case_id: str
+    a_passed: int
+    b_passed: int
+    trials: int
+
+
+@dataclass(frozen=True)
+class ScoreComparison:
+    """Everything said about one score: both sides, the paired difference and the test behind the verdict."""
+
+    name: str
+    pairs: int  # paired trials where both sides could be scored
+    dropped: int  # paired trials left out because A's, B's or both trials were unscorable
+    unscorable_a: int
+    unscorable_b: int
+    a: GroupStat
+    b: GroupStat
+    a_pass_b_fail: int  # McNemar's b
+    a_fail_b_pass: int  # McNemar's c
+    difference: float | None  # pass rate of B minus A, over the pairs
+    bootstrap: Interval | None
+    p_value: float
+    verdict: str
+    trials_needed: int | None  # approximate paired trials in all (None: no observed difference)
+    trials_needed_per_case: int | None
+    improved: list[CaseChange] = field(default_factory=list)
+    regressed: list[CaseChange] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The whole comparison: how the trials paired up, and one `ScoreComparison` per score plus `all_scores`."""
+
+    trials_a: int
+    trials_b: int
+    paired: int
+    paired_cases: int
+    unpaired_a: int
+    unpaired_b: int
+    resamples: int
+    seed: int
+    scores: dict[str, ScoreComparison]
+
+
+def _index(records: Iterable[TrialRecord], label: str) -> dict[tuple[str, int], TrialRecord]:
+    """Trials by (case_id, trial_index); a duplicate would make the pairing ambiguous, so it is an error."""
+    indexed: dict[tuple[str, int], TrialRecord] = {}
+    for record in records:
+        key = (record.case_id, record.trial_index)
+        if key in indexed:
+            raise RunInputError(
+                f"{label}: case '{record.case_id}' trial {record.trial_index} appears twice "
+                "(several models or variants in one group? choose one with --model-a/--model-b)"
+            )
+        indexed[key] = record
+    return indexed
+
+
+def _group_stat(per_case: Mapping[str, list[bool]]) -> GroupStat:
+    """Pass rate, Wilson interval and pass^k (k up to the fewest trials of a case) from per-case verdicts."""
+    counts = [(sum(results), len(results)) for results in per_case.values() if results]
+    passed, trials = sum(c for c, _ in counts), sum(n for _, n in counts)
+    ks = range(1, min((n for _, n in counts), default=0) + 1)
+    return GroupStat(passed, trials, wilson_interval(passed, trials), {k: pass_hat_k(counts, k) for k in ks})
+
+
+def _verdict(b: int, c: int, p_value: float) -> str:
+    if p_value >= ALPHA:  # b == c gives p = 1
+        return SAME
+    return BETTER if c > b else WORSE
+
+
+def _compare_score(
+    name: str,
+    keys: Sequence[tuple[str, int]],
+    verdicts_a: Mapping[tuple[str, int], dict[str, bool | None]],
+    verdicts_b: Mapping[tuple[str, int], dict[str, bool | None]],
+    resamples: int,
+    seed: int,
+) -> ScoreComparison:
+    """One score: keep the pairs both sides could score, then count, test and bootstrap them."""
+    pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    unscorable_a = unscorable_b = dropped = 0
+    for key in keys:
+        a, b = verdicts_a[key][name], verdicts_b[key][name]
+        unscorable_a += a is None
+        unscorable_b += b is None
+        if a is None or b is None:
+            dropped += 1
+        else:
+            pairs[key[0]].append((a, b))
+    flat = [pair for case_pairs in pairs.values() for pair in case_pairs]
+    a_pass_b_fail = sum(a and not b for a, b in flat)
+    a_fail_b_pass = sum(b and not a for a, b in flat)
+    p_value = mcnemar_exact(a_pass_b_fail, a_fail_b_pass)
+    needed = trials_needed(a_pass_b_fail, a_fail_b_pass, len(flat))
+    changes = [
+        CaseChange(case_id, sum(a for a, _ in case_pairs), sum(b for _, b in case_pairs), len(case_pairs))
+        for case_id, case_pairs in sorted(pairs.items())
+    ]
+    return ScoreComparison(
+        name=name,
+        pairs=len(flat),
+        dropped=dropped,
+        unscorable_a=unscorable_a,
+        unscorable_b=unscorable_b,
+        a=_group_stat({case_id: [a for a, _ in ps] for case_id, ps in pairs.items()}),
+        b=_group_stat({case_id: [b for _, b in ps] for case_id, ps in pairs.items()}),
+        a_pass_b_fail=a_pass_b_fail,
+        a_fail_b_pass=a_fail_b_pass,
+        difference=(a_fail_b_pass - a_pass_b_fail) / len(flat) if flat else None,
+        bootstrap=paired_bootstrap(list(pairs.values()), resamples, seed),
+        p_value=p_value,
+        verdict=_verdict(a_pass_b_fail, a_fail_b_pass, p_value),
+        trials_needed=needed,
+        trials_needed_per_case=None if needed is None else max(1, math.ceil(needed / len(pairs))),
+        improved=[change for change in changes if change.b_passed > change.a_passed],
+        regressed=[change for change in changes if change.b_passed < change.a_passed],
+    )
+
+
+def compare(
+    records_a: Sequence[TrialRecord],
+    records_b: Sequence[TrialRecord],
+    cases: Mapping[str, Case] | Iterable[Case],
+    scores: Sequence[str] = DETERMINISTIC_NAMES,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Comparison:
+    """Re-score both groups and compare them pair by pair, per score and overall (`all_scores`)."""
+    by_id = dict(cases) if isinstance(cases, Mapping) else {case.id: case for case in cases}
+    scores = check_scores(scores)
+    for label, records in (("A", records_a), ("B", records_b)):
+        check_cases(records, by_id, label)
+    indexed_a, indexed_b = _index(records_a, "A"), _index(records_b, "B")
+    keys = sorted(set(indexed_a) & set(indexed_b))
+    if not keys:
+        raise RunInputError("no trial of A pairs with a trial of B: they share no (case_id, trial_index)")
+    verdicts_a = {key: rescore(indexed_a[key], by_id[key[0]], scores).verdicts for key in keys}
+    verdicts_b = {key: rescore(indexed_b[key], by_id[key[0]], scores).verdicts for key in keys}
+    return Comparison(
+        trials_a=len(indexed_a),
+        trials_b=len(indexed_b),
+        paired=len(keys),
+        paired_cases=len({case_id for case_id, _ in keys}),
+        unpaired_a=len(indexed_a) - len(keys),
+        unpaired_b=len(indexed_b) - len(keys),
+        resamples=resamples,
+        seed=seed,
+        scores={
+            name: _compare_score(name, keys, verdicts_a, verdicts_b, resamples, seed) for name in [*scores, OVERALL]
+        },
+    )

@@ -1,0 +1,64 @@
+"""What the suite needs to know about one scorer, declared next to the scorer itself.
+
+Each scorer module ends with `SPEC = ScorerSpec(...)`; `scorers.registry` collects them, and the
+Eval wiring, `analysis.compare`, `analysis.report` and the calibration read only the registry. So
+adding a scorer is one module (function + SPEC) and its test, and no list elsewhere can go stale.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autoevals import Score
+
+from harness.cases import Case
+from harness.records import TrialRecord
+
+SyncScorer = Callable[[TrialRecord, Case], Score]
+AsyncScorer = Callable[[TrialRecord, Case], Awaitable[Score]]
+Explainer = Callable[[Mapping[str, Any]], list[str]]
+
+
+def listed(*keys: str) -> Explainer:
+    """An explainer that lists the items stored under `keys` in a score's metadata, in that order."""
+
+    def explain(metadata: Mapping[str, Any]) -> list[str]:
+        lines: list[str] = []
+        for key in keys:
+            value = metadata.get(key)
+            if isinstance(value, (list, tuple)):
+                lines.extend(str(item) for item in value)
+            elif value:
+                lines.append(str(value))
+        return lines
+
+    return explain
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """One scorer: its score name, the function, whether re-running it gives the same verdict, and
+    how to turn a failing score's metadata into lines a person reads (a line may hold a block, e.g.
+    a diff, with newlines in it). `order` places it in tables and in Braintrust's scorer list."""
+
+    name: str
+    fn: SyncScorer | AsyncScorer
+    deterministic: bool
+    explain: Explainer
+    order: int
+    summary: str  # one line: what a pass means
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    def score(self, record: TrialRecord, case: Case) -> Score:
+        """Run a synchronous scorer (every deterministic scorer is one): a pure function of the record."""
+        if self.is_async:
+            raise TypeError(f"scorer {self.name} is asynchronous: await spec.fn(record, case) instead")
+        result = self.fn(record, case)
+        assert isinstance(result, Score)
+        return result
