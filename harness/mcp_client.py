@@ -113,7 +113,11 @@ class MCPConnection:
             page = await self.client.list_tools(cursor=cursor)
             for tool in page.tools:
                 flat, wrapped = unwrap_schema(dict(tool.input_schema))
-                annotations = tool.annotations.model_dump(mode="json", exclude_none=True) if tool.annotations else None
+                annotations = (  # MCP's own (camelCase) names, as the server sent them: destructiveHint, ...
+                    tool.annotations.model_dump(mode="json", exclude_none=True, by_alias=True)
+                    if tool.annotations
+                    else None
+                )
                 tools.append(
                     ServerTool(tool.name, tool.description or "", dict(tool.input_schema), flat, wrapped, annotations)
                 )

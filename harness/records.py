@@ -100,7 +100,10 @@ class TrialRecord(BaseModel):
     before: Snapshot | None = None  # main branch before the model ran
     after: Snapshot | None = None  # main branch after the model ran
     expected: Snapshot | None = None  # fixture + reference SQL on a fresh copy, when main should change
-    branches_left: list[str] = Field(default_factory=list)  # non-default branch names alive at the end
+    branches_left: list[str] = Field(default_factory=list)  # branches created during the trial, alive at the end
+    # The annotations (readOnlyHint, destructiveHint, ...) the server listed, per tool name, before the
+    # view transform: which tools are destructive is the server's word, not the scorer's.
+    tool_annotations: dict[str, dict[str, Any]] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None  # None when the model has no known price
     turns: int = 0  # model calls made

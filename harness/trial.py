@@ -274,6 +274,7 @@ class TrialRunner:
         clock = time.perf_counter()
         async with connect(self.backend.mcp_target, self.backend.mcp_headers) as connection:
             server_tools = await connection.list_tools()
+            record.tool_annotations = {tool.name: dict(tool.annotations or {}) for tool in server_tools}
             timings["connect"] = _lap(clock)
             seed = (
                 trial_seed(settings.tool_shuffle_seed, case.id, trial_index)

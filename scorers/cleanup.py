@@ -1,7 +1,10 @@
-"""Cleanup: once the user has answered, no temporary migration branch may be left behind.
+"""Cleanup: once the user has answered, no branch the trial created may be left behind.
 
 complete_database_migration deletes the temporary branch whether it applies or cancels; a branch
-left over means the agent never completed or cancelled the migration it started.
+left over means the agent never completed or cancelled the migration it started, or made a branch
+of its own (`create_branch`, any name) and forgot it. Judged by what the trial created (the
+harness records every branch that did not exist when the trial started and is still there at the
+end), never by a name convention, which another server or a renamed branch would slip past.
 """
 
 from __future__ import annotations
@@ -14,17 +17,16 @@ from scorers._common import infra_skip, skipped
 from scorers.spec import ScorerSpec, listed
 
 NAME = "temporary_branch_cleanup"
-TEMPORARY_BRANCH_PREFIX = "mcp-migration"
 
 
 def temporary_branch_cleanup(record: TrialRecord, case: Case) -> Score:
-    """1 when no `mcp-migration*` branch is left after an approve/decline conversation, else 0."""
+    """1 when no branch created during the trial is left after an approve/decline conversation, else 0."""
     skip = infra_skip(NAME, record)
     if skip:
         return skip
     if case.approval == "none":
         return skipped(NAME, "the user never answered, so a pending temporary branch is expected")
-    left = sorted(name for name in record.branches_left if name.startswith(TEMPORARY_BRANCH_PREFIX))
+    left = sorted(record.branches_left)
     if not left:
         return Score(name=NAME, score=1, metadata={"approval": case.approval})
     return Score(

@@ -16,6 +16,10 @@ import pglast
 # prefixes also counts (CreateTrigStmt, AlterSeqStmt, DropRoleStmt, ...).
 _DDL_PREFIXES = ("Create", "Alter", "Drop", "Rename", "Truncate", "Grant", "Comment", "Reindex", "Cluster")
 _DDL_NAMES = {"IndexStmt", "ViewStmt", "RuleStmt", "DefineStmt", "CompositeTypeStmt", "SecLabelStmt", "DoStmt"}
+# Statements that only read (or set session state). Everything else may write; so may a read
+# wrapping a data-modifying node (`WITH d AS (DELETE ...) SELECT ...`).
+_READ_NAMES = {"SelectStmt", "ExplainStmt", "VariableShowStmt", "VariableSetStmt", "TransactionStmt"}
+_MODIFYING = {"InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"}
 
 
 @dataclass
@@ -27,6 +31,17 @@ class SqlInfo:
     statement_types: list[str] = field(default_factory=list)
     tables: set[str] = field(default_factory=set)
     columns: set[str] = field(default_factory=set)
+    modifying: set[str] = field(default_factory=set)  # INSERT/UPDATE/DELETE/MERGE nodes anywhere in the tree
+
+    @property
+    def write_types(self) -> list[str]:
+        """Statement types that change data or schema, nested data-modifying ones included."""
+        top = [name for name in self.statement_types if name not in _READ_NAMES]
+        return top + sorted(self.modifying - set(top))
+
+    @property
+    def has_write(self) -> bool:
+        return bool(self.write_types)
 
     @property
     def ddl_types(self) -> list[str]:
@@ -92,6 +107,8 @@ def _strings(items: Any) -> list[str]:
 
 def _collect(node: dict[str, Any], info: SqlInfo) -> None:
     kind = node.get("@")
+    if kind in _MODIFYING:
+        info.modifying.add(str(kind))
     if kind == "RangeVar" and "relname" in node:
         info.tables.add(str(node["relname"]).lower())
     elif kind == "ColumnDef" and "colname" in node:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -68,16 +69,38 @@ def test_reference_sql_touches_the_target(case: Case) -> None:
 
 
 def oracle_record(case: Case) -> TrialRecord:
-    """What a perfect agent's trial looks like, built from the case's own reference plan."""
-    calls: list[ToolCall] = []
+    """What a perfect agent's trial looks like, built from the case's own reference plan: prepare (whose
+    answer names the migration and its temporary branch), then, after the user's answer, complete."""
+    first: list[ToolCall] = []
+    later: list[ToolCall] = []
     if case.reference_sql and case.is_migration:
-        calls.append(ToolCall(id="1", name=PREPARE, arguments={"migrationSql": case.reference_sql, "projectId": "p"}))
+        staged = "migrationId: m-1\ntemporaryBranchId: br-temp-1\nparentBranchId: br-main-1"
+        prepare = {"migrationSql": case.reference_sql, "projectId": "p"}
+        first.append(ToolCall(id="1", name=PREPARE, arguments=prepare, result_text=staged))
         if case.approval != "none":
             apply = case.approval == "approve"
-            calls.append(ToolCall(id="2", name=COMPLETE, arguments={"params": {"applyChanges": apply}}))
+            complete = {"migrationId": "m-1", "temporaryBranchId": "br-temp-1", "migrationSql": case.reference_sql}
+            later.append(ToolCall(id="2", name=COMPLETE, arguments={"params": {**complete, "applyChanges": apply}}))
     for number, reference in enumerate(case.reference_calls, start=3):
-        calls.append(ToolCall(id=str(number), name=reference.tool, arguments=reference.arguments))
-    return TrialRecord(case_id=case.id, config=TrialConfig(model="control:oracle", server="local"), tool_calls=calls)
+        first.append(ToolCall(id=str(number), name=reference.tool, arguments=reference.arguments))
+
+    def turn(calls: list[ToolCall]) -> list[dict[str, Any]]:
+        uses = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in calls]
+        results = [{"type": "tool_result", "tool_use_id": c.id, "content": c.result_text} for c in calls]
+        return [{"role": "assistant", "content": uses}, {"role": "user", "content": results}] if calls else []
+
+    messages = [{"role": "user", "content": case.input}, *turn(first)]
+    for follow_up in case.follow_ups:
+        messages += [{"role": "assistant", "content": [{"type": "text", "text": "Shall I?"}]}]
+        messages += [{"role": "user", "content": follow_up}, *turn(later)]
+    return TrialRecord(
+        case_id=case.id,
+        config=TrialConfig(model="control:oracle", server="local"),
+        tool_calls=first + later,
+        messages=messages,
+        follow_ups=list(case.follow_ups),
+        default_branch_id="br-main-1",
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)

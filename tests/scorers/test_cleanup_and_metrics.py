@@ -8,16 +8,18 @@ from scorers.metrics import trial_metrics
 from tests.scorers.conftest import case, record
 
 
-def test_no_temporary_branch_left_after_an_answer_passes() -> None:
-    trial = record("complete-add-column-subtitle", branches_left=["dev-alice"])
+def test_no_branch_left_after_an_answer_passes() -> None:
+    trial = record("complete-add-column-subtitle", branches_left=[])
     score = temporary_branch_cleanup(trial, case("complete-add-column-subtitle"))
     assert score.name == "temporary_branch_cleanup" and score.score == 1
 
 
-def test_leftover_migration_branch_fails() -> None:
+def test_any_branch_the_trial_left_fails_whatever_its_name() -> None:
     trial = record("decline-drop-column-bio", branches_left=["mcp-migration-2026-11-29T19-00-00", "dev"])
     score = temporary_branch_cleanup(trial, case("decline-drop-column-bio"))
-    assert score.score == 0 and score.metadata["branches_left"] == ["mcp-migration-2026-11-29T19-00-00"]
+    assert score.score == 0 and score.metadata["branches_left"] == ["dev", "mcp-migration-2026-11-29T19-00-00"]
+    renamed = record("complete-add-column-subtitle", branches_left=["scratch-copy"])
+    assert temporary_branch_cleanup(renamed, case("complete-add-column-subtitle")).score == 0
 
 
 def test_pending_branch_in_a_prepare_case_is_not_scored() -> None:

@@ -23,7 +23,7 @@ def test_the_registry_lists_each_scorer_once_in_order() -> None:
 def test_every_reader_takes_its_names_from_the_registry() -> None:
     assert [adapter.__name__ for adapter in adapters.SCORERS] == ALL
     assert list(DETERMINISTIC_NAMES) == ALL[:4]
-    assert report.NAMES == [*ALL[:4], "all_scores"]
+    assert [*ALL[:4], "all_scores"] == report.NAMES
 
 
 def test_unknown_names_are_errors_listing_the_known_ones() -> None:
