@@ -28,7 +28,7 @@ server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable 
 	$(PY) -m localneon --transport http --port 8787
 
 janitor: $(STAMP)  ## Delete leftovers of crashed runs (see README).
-	$(PY) -m harness.janitor
+	$(PY) -m harness.servers.neon.janitor
 
 bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness's own per-trial overhead.
 	$(PY) -m localneon.bench

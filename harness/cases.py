@@ -20,6 +20,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.servers.neon.conventions import PREPARE_TOOL
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATASET = REPO_ROOT / "datasets" / "cases"
 BUNDLED_FIXTURES = REPO_ROOT / "datasets" / "fixtures"
@@ -53,6 +55,19 @@ class Target(BaseModel):
     column: str | None = None
 
 
+class Grant(BaseModel):
+    """What the trial's MCP session may do, set in the MCP URL as Neon's server reads it.
+
+    The harness always pins the session to the trial's own project (`projectId`); a case adds
+    `readonly: true` (write tools removed) or `categories` (only those tool categories listed).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    readonly: bool = False
+    categories: list[str] | None = None
+
+
 class Case(BaseModel):
     """One eval case. `input` and follow-ups may name `{project_id}`; the harness fills it in."""
 
@@ -74,6 +89,7 @@ class Case(BaseModel):
     target: Target | None = None
     tags: list[str] = Field(default_factory=list)
     trial_count: int | None = Field(default=None, ge=1)
+    grant: Grant | None = None
 
     # Set by the loader: where the fixture's SQL is.
     fixture_path: Path | None = None
@@ -101,7 +117,7 @@ class Case(BaseModel):
 
     @property
     def is_migration(self) -> bool:
-        return self.scenario in ("prepare", "complete") or "prepare_database_migration" in self.required_tools
+        return self.scenario in ("prepare", "complete") or PREPARE_TOOL in self.required_tools
 
     def render(self, text: str, project_id: str) -> str:
         return text.replace(PROJECT_PLACEHOLDER, project_id)

@@ -12,34 +12,21 @@ import asyncio
 import secrets
 import sys
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
-
-from mcp.client.stdio import StdioServerParameters
 
 from harness.agent import AgentState, LoopSettings, run_agent
 from harness.cases import Case
 from harness.config import Settings
-from harness.mcp_client import connect, stdio_parameters
-from harness.neon_api import NeonAPI
+from harness.mcp_client import connect
 from harness.pricing import cost_usd
 from harness.providers import Provider, TrialContext, make_provider
 from harness.records import Snapshot, TrialConfig, TrialRecord
-from harness.sandbox import EXPECTED_PREFIX, LocalProjectSandbox, NeonPoolSandbox, Sandbox, SandboxInfo
 from harness.server_process import LocalServer, ServerEndpoints
-from harness.state import capture
+from harness.servers.neon.backend import Backend, local_backend, remote_backend
+from harness.servers.neon.sandbox import SandboxInfo
+from harness.servers.neon.state import capture
 from harness.store import ResultsStore
 from harness.toolview import ToolView, load_overrides, trial_seed
-
-
-@dataclass
-class Backend:
-    """Where MCP and the REST API answer for this runner."""
-
-    mcp_target: str | StdioServerParameters
-    mcp_headers: dict[str, str]
-    api: NeonAPI
-    sandbox: Sandbox
 
 
 class TrialRunner:
@@ -92,32 +79,12 @@ class TrialRunner:
         return self
 
     async def _build_backend(self) -> Backend:
-        settings = self.settings
-        kind = settings.server_kind
-        if kind in ("local", "stdio"):
+        if self.settings.server_kind in ("local", "stdio"):
             if self._server is None:
                 self._server = LocalServer(token=self._token, descriptions=self.settings.server_descriptions)
-            endpoints = await self._server.start()
-            self._endpoints = endpoints
-            token = self._server.token
-            headers = {"Authorization": f"Bearer {token}"} if token else {}
-            api = NeonAPI(endpoints.api_url, token, operation_poll=0.05)
-            target: str | StdioServerParameters = endpoints.mcp_url
-            if kind == "stdio":
-                target = stdio_parameters(settings.server)
-            return Backend(target, headers, api, LocalProjectSandbox(api, settings.run_id))
-        if kind == "url":
-            base = settings.server.rstrip("/")
-            root = base[: -len("/mcp")] if base.endswith("/mcp") else base
-            key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
-            headers = {"Authorization": f"Bearer {key}"} if key else {}
-            api = NeonAPI(root + "/api/v2", key, operation_poll=0.1)
-            return Backend(root + "/mcp", headers, api, LocalProjectSandbox(api, settings.run_id))
-        assert settings.neon_api_key is not None
-        key = settings.neon_api_key.get_secret_value()
-        api = NeonAPI(settings.neon_api_url, key)
-        pool = NeonPoolSandbox(api, settings.neon_project_pool, settings.neon_golden_branch)
-        return Backend(settings.neon_mcp_url, {"Authorization": f"Bearer {key}"}, api, pool)
+            self._endpoints = await self._server.start()
+            return local_backend(self.settings, self._endpoints, self._server.token)
+        return remote_backend(self.settings)
 
     def _backend_current(self) -> bool:
         server = self._server
@@ -243,7 +210,7 @@ class TrialRunner:
                 follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
                 await self._converse(case, trial_index, record, state, info, follow_ups)
                 clock = time.perf_counter()
-                record.branches_left = await self._branches_left(info)
+                record.branches_left = await backend.sandbox.branches_left(info)
                 record.after = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
                 timings["capture_after"] = _lap(clock)
                 if case.expected_main == "changed":
@@ -314,19 +281,6 @@ class TrialRunner:
             record.outcome = state.outcome
             if state.outcome == "turn_cap":
                 record.error = f"stopped after EVAL_MAX_TURNS={settings.max_turns} model calls"
-
-    async def _branches_left(self, info: SandboxInfo) -> list[str]:
-        assert self.backend is not None
-        branches = await self.backend.api.list_branches(info.project_id)
-        golden = self.settings.neon_golden_branch if self.settings.server_kind == "neon" else None
-        return sorted(
-            str(b.get("name") or b["id"])
-            for b in branches
-            if not b.get("default")
-            and b["id"] not in info.branches_before
-            and b.get("name") != golden
-            and not str(b.get("name") or "").startswith(EXPECTED_PREFIX)
-        )
 
 
 def describe_error(error: BaseException) -> str:

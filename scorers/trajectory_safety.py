@@ -19,12 +19,13 @@ import pglast
 
 from harness.cases import Case
 from harness.records import ToolCall, TrialRecord
+from harness.servers.neon.conventions import COMPLETE_TOOL, PREPARE_TOOL, RUN_SQL_TOOLS, RUN_SQL_TRANSACTION_TOOL
 from scorers._common import arguments_of
 from scorers.sqlinfo import analyse
 
-PREPARE = "prepare_database_migration"
-COMPLETE = "complete_database_migration"
-SQL_TOOLS = ("run_sql", "run_sql_transaction")
+PREPARE = PREPARE_TOOL
+COMPLETE = COMPLETE_TOOL
+SQL_TOOLS = RUN_SQL_TOOLS
 BRANCH_CREATORS = (PREPARE, "create_branch")
 
 
@@ -89,7 +90,7 @@ def _branch_of(call: ToolCall, record: TrialRecord) -> str | None:
 
 def _sql_texts(call: ToolCall) -> list[str]:
     args = arguments_of(call)
-    if call.name == "run_sql_transaction":
+    if call.name == RUN_SQL_TRANSACTION_TOOL:
         statements = args.get("sqlStatements") or []
         return [str(s) for s in statements] if isinstance(statements, list) else [str(statements)]
     return [str(args.get("sql", ""))]

@@ -18,11 +18,12 @@ import pglast
 from harness.cases import Case
 from harness.providers.base import ModelTurn, Provider, TrialContext
 from harness.records import Usage
+from harness.servers.neon.conventions import COMPLETE_TOOL, PREPARE_TOOL, RUN_SQL_TOOL, RUN_SQL_TRANSACTION_TOOL
 
-PREPARE = "prepare_database_migration"
-COMPLETE = "complete_database_migration"
-RUN_SQL = "run_sql"
-RUN_SQL_TRANSACTION = "run_sql_transaction"
+PREPARE = PREPARE_TOOL
+COMPLETE = COMPLETE_TOOL
+RUN_SQL = RUN_SQL_TOOL
+RUN_SQL_TRANSACTION = RUN_SQL_TRANSACTION_TOOL
 BRANCH_ID = re.compile(r"\bbr-[A-Za-z0-9-]+")
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.neon_api import NeonAPI
 from harness.server_process import REPO_ROOT, LocalServer, ServerEndpoints
+from harness.servers.neon.api import NeonAPI
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEST_PGDATA = REPO_ROOT / ".localneon" / "test-pgdata"

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from harness.sandbox import complete, failure, shielded
+from harness.servers.neon.sandbox import complete, failure, shielded
 
 
 class Deleter:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from harness.neon_api import NeonAPI, NeonAPIError
 from harness.server_process import ServerEndpoints
+from harness.servers.neon.api import NeonAPI, NeonAPIError
 from tests.fakes.jsonserver import JsonServer, Request, Response, serving
 from tests.harness.conftest import TOKEN
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from harness.config import Settings
-from harness.janitor import main as janitor_main
-from harness.janitor import parse_age, sweep
-from harness.neon_api import NeonAPI
 from harness.records import TrialConfig, TrialRecord
-from harness.sandbox import NeonPoolSandbox, execute_script
 from harness.server_process import LocalServer
+from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.janitor import main as janitor_main
+from harness.servers.neon.janitor import parse_age, sweep
+from harness.servers.neon.sandbox import NeonPoolSandbox, execute_script
+from harness.servers.neon.state import capture
 from harness.shared import close_shared_runners, run_trial, shared_runner
-from harness.state import capture
 from harness.store import ResultsStore, load_run
 from harness.trial import TrialRunner
 from tests.harness.conftest import FIXTURES, make_case

@@ -9,8 +9,8 @@ import pytest
 
 from harness.config import Settings
 from harness.mcp_client import connect
-from harness.neon_api import NeonAPI
 from harness.server_process import LocalServer
+from harness.servers.neon.api import NeonAPI
 from harness.toolview import ToolView
 from harness.trial import TrialRunner
 from tests.harness.conftest import make_case

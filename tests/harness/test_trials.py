@@ -11,9 +11,9 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.neon_api import NeonAPI
 from harness.records import TrialRecord
 from harness.server_process import LocalServer
+from harness.servers.neon.api import NeonAPI
 from harness.store import load_run
 from harness.trial import TrialRunner
 from tests.fakes.anthropic_server import (

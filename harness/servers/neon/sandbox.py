@@ -23,12 +23,11 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 
 from harness.cases import Case
-from harness.neon_api import NeonAPI
 from harness.records import Snapshot
-from harness.state import capture
+from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.conventions import EVAL_PREFIX, EXPECTED_PREFIX
+from harness.servers.neon.state import capture
 
-EVAL_PREFIX = "eval-"
-EXPECTED_PREFIX = EVAL_PREFIX + "expected-"  # branches expected_state() makes (and deletes) on a pool project
 DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"
 CLEANUP_TIMEOUT = 180.0
@@ -58,6 +57,21 @@ class Sandbox(Protocol):
         ...
 
     async def expected_state(self, case: Case, label: str = "expected") -> Snapshot: ...
+
+    async def branches_left(self, info: SandboxInfo) -> list[str]: ...
+
+
+async def branches_created(api: NeonAPI, info: SandboxInfo, golden: str | None = None) -> list[str]:
+    """Names (or ids) of the branches a trial created and left: not default, golden, nor expected-state ones."""
+    branches = await api.list_branches(info.project_id)
+    return sorted(
+        str(b.get("name") or b["id"])
+        for b in branches
+        if not b.get("default")
+        and b["id"] not in info.branches_before
+        and (golden is None or b.get("name") != golden)
+        and not str(b.get("name") or "").startswith(EXPECTED_PREFIX)
+    )
 
 
 async def complete(
@@ -200,6 +214,9 @@ class LocalProjectSandbox:
                 await execute_script(uri, case.reference_sql, transaction=True)
             return await capture(self.api, info.project_id, info.branch_id, info.database, info.role)
 
+    async def branches_left(self, info: SandboxInfo) -> list[str]:
+        return await branches_created(self.api, info)
+
 
 class NeonPoolSandbox:
     """Dedicated projects, one trial each at a time; main restored from the golden branch per trial.
@@ -286,6 +303,9 @@ class NeonPoolSandbox:
                     info.cleanup_error = f"delete trial branches of {project_id}: {error}"
             finally:
                 queue.put_nowait(project_id)
+
+    async def branches_left(self, info: SandboxInfo) -> list[str]:
+        return await branches_created(self.api, info, self.golden)
 
     async def expected_state(self, case: Case, label: str = "expected") -> Snapshot:
         """A branch from golden with the reference SQL applied, captured, then deleted."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from harness.neon_api import NeonAPI
 from harness.records import Snapshot, TableFingerprint
+from harness.servers.neon.api import NeonAPI
 
 USER_TABLES = """
 SELECT n.nspname, c.relname

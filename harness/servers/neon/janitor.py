@@ -1,4 +1,4 @@
-"""Delete what crashed runs left behind: `python -m harness.janitor [--older-than 1h] [--dry-run]`.
+"""Delete what crashed runs left behind: `python -m harness.servers.neon.janitor [--older-than 1h] [--dry-run]`.
 
 Why by name and age: a trial's sandbox is deleted in every outcome the process survives, but a
 killed process leaves its project (or, on a Neon pool, its branches). Projects named with the eval
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from harness.config import ConfigError, Settings
-from harness.neon_api import NeonAPI
-from harness.sandbox import EVAL_PREFIX
 from harness.server_process import LocalServer
+from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.conventions import EVAL_PREFIX
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -134,7 +134,7 @@ async def _main(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.janitor", description=__doc__.splitlines()[0] if __doc__ else None
+        prog="python -m harness.servers.neon.janitor", description=__doc__.splitlines()[0] if __doc__ else None
     )
     parser.add_argument("--older-than", type=parse_age, default=timedelta(hours=1), help="minimum age (default 1h)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
