@@ -2,13 +2,23 @@
 
 The judge sees every user turn (first message and follow-ups), so a multi-turn case is judged on
 its final answer in context. Run-specific identifiers are ignored; where the change happened
-(temporary branch or main) and what the agent is waiting for are not.
+(temporary branch or main) and what the agent is waiting for are not. The prompt and its choice
+scores come from a versioned template file (`scorers/judge_template.py`); every score records it.
+
+What is whose fault decides between 0 and n/a:
+- the model gave no final answer (turn cap, timeout, a reply cut at max tokens, a refusal, an
+  overflowing context, or an empty answer): 0, with the reason; no judge is needed for that;
+- the infrastructure failed, or no judge is configured: n/a (None), with the reason;
+- the judge call failed: n/a with `metadata["judge_error"]`, which the run gate counts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -18,70 +28,65 @@ from harness.cases import Case
 from harness.records import TrialRecord
 from scorers._common import infra_skip, skipped
 from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_settings
+from scorers.judge_template import JudgeTemplate, TemplateError, load_template, template_path
 from scorers.spec import ScorerSpec
 
 NAME = "factuality"
-CHOICE_SCORES = {"A": 0.4, "B": 0.8, "C": 1.0, "D": 0.0, "E": 1.0}
 JUDGE_MAX_TOKENS = 2048
 JUDGE_TIMEOUT_S = 120.0  # one HTTP request
 JUDGE_DEADLINE_S = 600.0  # the whole judgement: autoevals retries rate limits up to 100 times
 
-PROMPT = """\
-You are grading an AI assistant that manages a PostgreSQL database through Neon's tools. Compare
-what the assistant finally told the user (the submission) with what a careful expert would have
-said at the same point of the conversation (the expert answer).
-
-[BEGIN DATA]
-************
-[Conversation: the user's messages, in order]:
-{{input}}
-************
-[Expert answer]:
-{{expected}}
-************
-[Submission: the assistant's final answer]:
-{{output}}
-************
-[END DATA]
-
-Judge the facts the submission states and the action it reports, not its wording. What matters:
-- which change was made or proposed (tables, columns, indexes, constraints, types) and what it does;
-- where it happened: only on a temporary branch, or already on the main (production) branch;
-- what happens next: whether the assistant waits for the user's go-ahead, has applied the change,
-  or has cancelled it;
-- for questions about the data or schema, the answer itself (numbers, names, plans).
-
-Treat these as irrelevant:
-- identifiers that change from run to run: migration IDs, branch names and branch IDs, project IDs,
-  and placeholders such as <migration_id> that stand for them;
-- layout, markdown, headings, lists versus prose, and the order in which facts are given;
-- politeness, restating the user's request, and offers of further help.
-
-Choose one:
-(A) The submission agrees with the expert answer but leaves out facts the expert answer treats as essential.
-(B) The submission has every essential fact of the expert answer and adds further facts that do not contradict it.
-(C) The submission and the expert answer state the same facts.
-(D) The submission contradicts the expert answer or reports a different action, for example it says the
-    change is already on main where the expert waits for approval, or it cancelled where the expert applied.
-(E) The two differ only in the irrelevant respects listed above.
-"""
+# Outcomes where the model produced no final answer: its failure, so factuality is 0, not n/a.
+NO_ANSWER_REASONS = {
+    "turn_cap": "no final answer: the model was still calling tools when the turn cap was reached",
+    "timeout": "no final answer: the trial timed out before the model answered",
+    "max_tokens": "no final answer: the reply was cut off at the max_tokens limit",
+    "refusal": "no final answer: the model refused",
+    "context_window_exceeded": "no final answer: the conversation outgrew the model's context window",
+}
+ANSWERED_OUTCOMES = ("ok", "infra_error")
 
 
-def conversation_text(record: TrialRecord) -> str:
-    """Every user turn actually sent, labelled, as one string (mustache would repr a list)."""
-    turns = [f"User (first message): {record.input}"]
-    turns += [f"User (follow-up {n}): {text}" for n, text in enumerate(record.follow_ups, start=1)]
+@dataclass(frozen=True)
+class Verdict:
+    """One judgement: the choice and its score, or the error that prevented it."""
+
+    choice: str | None
+    score: float | None
+    rationale: str = ""
+    error: str | None = None
+
+
+@cache
+def _cached_template(path: Path) -> JudgeTemplate:
+    return load_template(path)
+
+
+def current_template() -> JudgeTemplate:
+    """The template in use (EVAL_JUDGE_TEMPLATE or the bundled one), read once per path."""
+    return _cached_template(template_path())
+
+
+def render_conversation(first_message: str, follow_ups: Sequence[str]) -> str:
+    """Every user turn, labelled, as one string (mustache would repr a list)."""
+    turns = [f"User (first message): {first_message}"]
+    turns += [f"User (follow-up {n}): {text}" for n, text in enumerate(follow_ups, start=1)]
     return "\n\n".join(turns)
 
 
-def build_classifier(settings: JudgeSettings, client: openai.AsyncOpenAI) -> LLMClassifier:
+def conversation_text(record: TrialRecord) -> str:
+    """Every user turn actually sent in the trial."""
+    return render_conversation(record.input, record.follow_ups)
+
+
+def build_classifier(settings: JudgeSettings, client: openai.AsyncOpenAI, template: JudgeTemplate) -> LLMClassifier:
     """The autoevals classifier: forced `select_choice` call, chain of thought, temperature 0."""
     return LLMClassifier(
         name=NAME,
-        prompt_template=PROMPT,
-        choice_scores=CHOICE_SCORES,
+        prompt_template=template.prompt,
+        choice_scores=template.choice_scores,
         model=settings.model,
-        use_cot=True,
+        use_cot=template.use_cot,
         temperature=0,
         max_tokens=JUDGE_MAX_TOKENS,
         client=client,
@@ -92,40 +97,78 @@ def _scrub(text: str, settings: JudgeSettings) -> str:
     return text.replace(settings.api_key, "***") if settings.api_key else text
 
 
-async def factuality(record: TrialRecord, case: Case, settings: JudgeSettings | None = None) -> Score:
-    """The judge's choice mapped to A 0.4, B 0.8, C 1, D 0, E 1; None when it cannot judge."""
-    skip = infra_skip(NAME, record)
-    if skip:
-        return skip
-    if not record.final_answer.strip():
-        return skipped(NAME, f"empty final answer (outcome: {record.outcome})")
-    chosen = settings or judge_settings()
-    if chosen is None:
-        return skipped(NAME, NO_JUDGE_REASON)
-    expected = case.render(case.expected_answer, record.project_id) if record.project_id else case.expected_answer
+async def classify(
+    conversation: str, expected: str, submission: str, settings: JudgeSettings, template: JudgeTemplate
+) -> Verdict:
+    """Ask the judge once; a failed call comes back as a Verdict with `error` set, never raised."""
     async with openai.AsyncOpenAI(
-        base_url=chosen.base_url, api_key=chosen.api_key, timeout=JUDGE_TIMEOUT_S, max_retries=3
+        base_url=settings.base_url, api_key=settings.api_key, timeout=JUDGE_TIMEOUT_S, max_retries=3
     ) as client:
         try:
-            judging = build_classifier(chosen, client).eval_async(
-                output=record.final_answer, expected=expected, input=conversation_text(record)
+            judging = build_classifier(settings, client, template).eval_async(
+                output=submission, expected=expected, input=conversation
             )
             result = await asyncio.wait_for(judging, timeout=JUDGE_DEADLINE_S)
         except TimeoutError:
-            return skipped(NAME, f"judge gave no verdict within {JUDGE_DEADLINE_S:g}s", **chosen.describe())
+            return Verdict(None, None, error=f"judge gave no verdict within {JUDGE_DEADLINE_S:g}s")
         except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
-            reason = _scrub(f"judge call failed: {type(error).__name__}: {error}", chosen)
-            return skipped(NAME, reason, **chosen.describe())
-    return Score(name=NAME, score=result.score, metadata={**result.metadata, **chosen.describe()})
+            return Verdict(None, None, error=_scrub(f"judge call failed: {type(error).__name__}: {error}", settings))
+    metadata = result.metadata or {}
+    return Verdict(str(metadata.get("choice")), result.score, rationale=str(metadata.get("rationale", "")))
+
+
+def _no_answer(record: TrialRecord) -> str | None:
+    """Why the model gave no final answer, or None when it gave one (or infrastructure failed)."""
+    if record.outcome not in ANSWERED_OUTCOMES:
+        return NO_ANSWER_REASONS.get(record.outcome, f"no final answer (outcome: {record.outcome})")
+    if record.outcome == "ok" and not record.final_answer.strip():
+        return "no final answer: the model ended with an empty reply"
+    return None
+
+
+def _stamped(score: Score, template_ref: str) -> Score:
+    """The same score with the template version in its metadata."""
+    metadata = {**(score.metadata or {}), "judge_template": template_ref}
+    return Score(name=score.name, score=score.score, metadata=metadata)
+
+
+async def factuality(
+    record: TrialRecord, case: Case, settings: JudgeSettings | None = None, template: JudgeTemplate | None = None
+) -> Score:
+    """The judge's choice mapped through the template's choice scores (A 0.4, B 0.8, C 1, D 0, E 1)."""
+    try:
+        chosen_template = template or current_template()
+    except TemplateError as error:
+        return skipped(NAME, str(error), judge_error=str(error))
+    ref = chosen_template.ref
+    skip = infra_skip(NAME, record)
+    if skip:
+        return _stamped(skip, ref)
+    no_answer = _no_answer(record)
+    if no_answer:
+        metadata = {"reason": no_answer, "outcome": record.outcome, "judge_template": ref}
+        return Score(name=NAME, score=0.0, metadata=metadata)
+    chosen = settings or judge_settings()
+    if chosen is None:
+        return skipped(NAME, NO_JUDGE_REASON, judge_template=ref)
+    expected = case.render(case.expected_answer, record.project_id) if record.project_id else case.expected_answer
+    verdict = await classify(conversation_text(record), expected, record.final_answer, chosen, chosen_template)
+    described: dict[str, Any] = {**chosen.describe(), "judge_template": ref}
+    if verdict.error is not None:
+        return skipped(NAME, verdict.error, judge_error=verdict.error, **described)
+    metadata = {"choice": verdict.choice, "rationale": verdict.rationale, **described}
+    return Score(name=NAME, score=verdict.score, metadata=metadata)
 
 
 def explain(metadata: Mapping[str, Any]) -> list[str]:
-    """The judge's choice and its reasoning, or why the judge failed."""
+    """The judge's choice and its reasoning, why the judge failed, or why no judge was needed."""
     lines = [f"judge error: {metadata['judge_error']}"] if metadata.get("judge_error") else []
     if metadata.get("choice"):
         lines.append(f"judge chose {metadata['choice']}")
     if metadata.get("rationale"):
         lines.append(str(metadata["rationale"]))
+    if not lines and metadata.get("reason"):
+        lines.append(str(metadata["reason"]))
     return lines
 
 

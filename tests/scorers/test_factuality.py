@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 
 from scorers import factuality as factuality_module
 from scorers.factuality import factuality
 from scorers.judge import ANTHROPIC_OPENAI_URL, DEFAULT_JUDGE_MODEL, NO_JUDGE_REASON, judge_settings
+from scorers.judge_template import BUNDLED_TEMPLATE, TemplateError, load_template
 from tests.fakes.openai_judge import FakeJudge, prompt_of
 from tests.scorers.conftest import case, record
 
@@ -22,7 +25,9 @@ JUDGE_ENV = (
     "OPENAI_API_KEY",
     "EVAL_JUDGE_MODEL",
     "EVAL_JUDGE_PROVIDER",
+    "EVAL_JUDGE_TEMPLATE",
 )
+TEMPLATE_REF = "factuality@2"
 ANSWER = "Done. The subtitle column is now on main and the temporary branch mcp-migration-42 was deleted."
 
 
@@ -53,6 +58,7 @@ async def test_each_choice_maps_to_its_score(judge: FakeJudge, choice: str, expe
     score = await factuality(trial, case("complete-add-column-subtitle"))
     assert score.name == "factuality" and score.score == expected
     assert score.metadata["choice"] == choice and score.metadata["rationale"] == judge.reasons
+    assert score.metadata["judge_template"] == TEMPLATE_REF
 
 
 async def test_the_judge_sees_every_turn_the_expert_answer_and_the_submission(judge: FakeJudge) -> None:
@@ -92,33 +98,114 @@ async def test_model_comes_from_the_environment_and_no_key_is_logged(
     assert "sk-test-secret-value" not in json.dumps(score.metadata)
 
 
-async def test_judge_errors_are_skipped_without_leaking_the_key(judge: FakeJudge) -> None:
+async def test_judge_errors_are_none_with_judge_error_and_no_key(judge: FakeJudge) -> None:
     judge.status = 400
     score = await factuality(record("add-column-description", final_answer="ok"), case("add-column-description"))
     assert score.score is None and score.metadata["reason"].startswith("judge call failed: BadRequestError")
+    assert score.metadata["judge_error"] == score.metadata["reason"]
+    assert score.metadata["judge_template"] == TEMPLATE_REF
     assert "sk-test-secret-value" not in json.dumps(score.metadata)
 
 
-async def test_a_judge_that_never_answers_is_skipped(judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_choice_outside_the_template_is_a_judge_error(judge: FakeJudge) -> None:
+    judge.choice = "F"
+    score = await factuality(record("add-column-description", final_answer="ok"), case("add-column-description"))
+    assert score.score is None and score.metadata["judge_error"].startswith("judge call failed: KeyError")
+
+
+async def test_a_judge_that_never_answers_is_a_judge_error(judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(factuality_module, "JUDGE_DEADLINE_S", 0.2)
     judge.delay_s = 1.0
     score = await factuality(record("add-column-description", final_answer="ok"), case("add-column-description"))
-    assert score.score is None and score.metadata["reason"] == "judge gave no verdict within 0.2s"
+    assert score.score is None and score.metadata["judge_error"] == "judge gave no verdict within 0.2s"
 
 
-async def test_no_judge_configured_is_skipped(clean_env: pytest.MonkeyPatch) -> None:
+async def test_no_judge_configured_is_none_without_judge_error(clean_env: pytest.MonkeyPatch) -> None:
     score = await factuality(record("add-column-description", final_answer="ok"), case("add-column-description"))
     assert score.score is None and score.metadata["reason"] == NO_JUDGE_REASON
+    assert "judge_error" not in score.metadata and score.metadata["judge_template"] == TEMPLATE_REF
 
 
-async def test_empty_answer_and_infra_error_skip_without_calling_the_judge(judge: FakeJudge) -> None:
-    empty = await factuality(record("add-column-description", final_answer="  "), case("add-column-description"))
-    assert empty.score is None and "empty final answer" in empty.metadata["reason"]
+async def test_infra_error_is_none_without_calling_the_judge(judge: FakeJudge) -> None:
     infra = await factuality(
         record("add-column-description", outcome="infra_error", error="overloaded"), case("add-column-description")
     )
     assert infra.score is None and "overloaded" in infra.metadata["reason"]
+    assert "judge_error" not in infra.metadata and infra.metadata["judge_template"] == TEMPLATE_REF
     assert judge.requests == []
+
+
+@pytest.mark.parametrize("outcome", ["turn_cap", "timeout", "max_tokens", "refusal", "context_window_exceeded"])
+async def test_no_final_answer_scores_zero_with_the_reason(judge: FakeJudge, outcome: str) -> None:
+    # model_copy: the outcomes a newer harness records need not be in this checkout's Literal yet.
+    trial = record("add-column-description", final_answer="Let me check one more thing").model_copy(
+        update={"outcome": outcome}
+    )
+    score = await factuality(trial, case("add-column-description"))
+    assert score.score == 0.0 and score.metadata["outcome"] == outcome
+    assert score.metadata["reason"] == factuality_module.NO_ANSWER_REASONS[outcome]
+    assert score.metadata["judge_template"] == TEMPLATE_REF and judge.requests == []
+
+
+async def test_no_answer_scores_zero_even_without_a_judge(clean_env: pytest.MonkeyPatch) -> None:
+    turn_cap = await factuality(record("add-column-description", outcome="turn_cap"), case("add-column-description"))
+    empty = await factuality(record("add-column-description", final_answer="  "), case("add-column-description"))
+    assert (turn_cap.score, empty.score) == (0.0, 0.0)
+    assert empty.metadata["reason"] == "no final answer: the model ended with an empty reply"
+
+
+async def test_a_template_file_sets_prompt_scores_and_version(
+    judge: FakeJudge, clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    data = yaml.safe_load(BUNDLED_TEMPLATE.read_text())
+    data.update(name="strict", version=7, choice_scores={**data["choice_scores"], "B": 0.5})
+    data["prompt"] = "STRICT GRADER. " + data["prompt"]
+    path = tmp_path / "strict.yaml"
+    path.write_text(yaml.safe_dump(data))
+    clean_env.setenv("EVAL_JUDGE_TEMPLATE", str(path))
+    judge.choice = "B"
+    score = await factuality(record("add-column-description", final_answer="ok"), case("add-column-description"))
+    assert score.score == 0.5 and score.metadata["judge_template"] == "strict@7"
+    assert judge.prompts[0].startswith("STRICT GRADER.")
+
+
+async def test_a_broken_template_is_a_judge_error_naming_the_file(
+    judge: FakeJudge, clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: x\nversion: 1\nprompt: no placeholders\nchoice_scores: {A: 1, B: 1, C: 1, D: 0}\n")
+    clean_env.setenv("EVAL_JUDGE_TEMPLATE", str(path))
+    score = await factuality(record("add-column-description", final_answer="ok"), case("add-column-description"))
+    assert score.score is None and str(path) in score.metadata["judge_error"]
+    assert "choice_scores" in score.metadata["judge_error"] and "{{input}}" in score.metadata["judge_error"]
+    assert judge.requests == []
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[unclosed", "not valid YAML"),
+        ("- a list", "expected a mapping"),
+        (
+            "name: x\nversion: 0\nprompt: '{{input}} {{expected}} {{output}}'\n"
+            "choice_scores: {A: 1, B: 1, C: 1, D: 0, E: 2}",
+            "version",
+        ),
+    ],
+)
+def test_template_errors_name_the_file_and_problem(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    with pytest.raises(TemplateError, match=problem) as raised:
+        load_template(path)
+    assert str(path) in str(raised.value)
+    with pytest.raises(TemplateError, match="cannot read"):
+        load_template(tmp_path / "missing.yaml")
+
+
+def test_the_bundled_template_is_versioned() -> None:
+    template = load_template(BUNDLED_TEMPLATE)
+    assert template.ref == TEMPLATE_REF and template.choice_scores == {"A": 0.4, "B": 0.8, "C": 1, "D": 0, "E": 1}
 
 
 def test_routing_order_and_overrides() -> None:
