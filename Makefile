@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: eval test lint typecheck clean server janitor bench
+.PHONY: eval test lint typecheck clean server janitor bench calibrate
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 
 eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` CLI.
 	$(PY) -m evals
+
+calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in datasets/judge/ (needs a judge).
+	$(PY) -m evals.calibrate
 
 test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
 	$(PY) -m pytest

@@ -146,8 +146,8 @@ async def factuality(
         return _stamped(skip, ref)
     no_answer = _no_answer(record)
     if no_answer:
-        metadata = {"reason": no_answer, "outcome": record.outcome, "judge_template": ref}
-        return Score(name=NAME, score=0.0, metadata=metadata)
+        zero_metadata = {"reason": no_answer, "outcome": record.outcome, "judge_template": ref}
+        return Score(name=NAME, score=0.0, metadata=zero_metadata)
     chosen = settings or judge_settings()
     if chosen is None:
         return skipped(NAME, NO_JUDGE_REASON, judge_template=ref)
@@ -156,7 +156,7 @@ async def factuality(
     described: dict[str, Any] = {**chosen.describe(), "judge_template": ref}
     if verdict.error is not None:
         return skipped(NAME, verdict.error, judge_error=verdict.error, **described)
-    metadata = {"choice": verdict.choice, "rationale": verdict.rationale, **described}
+    metadata: dict[str, Any] = {"choice": verdict.choice, "rationale": verdict.rationale, **described}
     return Score(name=NAME, score=verdict.score, metadata=metadata)
 
 

@@ -1,0 +1,61 @@
+"""`python -m evals.calibrate` (what `make calibrate` runs): calibrate the judge, then judge the judge.
+
+Reads `.env`, switches the calibration Eval on, runs `braintrust eval` over
+`evals/eval_judge_calibration.py` (adding `--no-send-logs` without `BRAINTRUST_API_KEY`, as
+`make eval` does), then `python -m analysis.calibrate` on the run with the suite's bar
+(`--min-kappa 0.8`). Exits non-zero when no judge is configured, the eval fails, or a judge is
+not trusted. Extra arguments go to `braintrust eval`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dotenv import load_dotenv
+
+from analysis import calibrate
+from evals._calibration import SWITCH
+from harness.config import new_run_id
+from scorers.judge import NO_JUDGE_REASON, judge_settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EVAL_FILE = REPO_ROOT / "evals" / "eval_judge_calibration.py"
+
+
+def build_command(extra_args: list[str]) -> list[str]:
+    """The `braintrust eval` command line for the calibration eval alone."""
+    executable = shutil.which("braintrust", path=str(Path(sys.executable).parent)) or shutil.which("braintrust")
+    command = [executable] if executable else [sys.executable, "-m", "braintrust"]
+    command += ["eval", "--terminate-on-failure"]
+    if not os.environ.get("BRAINTRUST_API_KEY"):
+        command.append("--no-send-logs")
+    return [*command, *extra_args, str(EVAL_FILE)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    load_dotenv(REPO_ROOT / ".env", override=False)
+    judge = judge_settings()
+    if judge is None:
+        print(f"calibrate: {NO_JUDGE_REASON}", file=sys.stderr)
+        return 2
+    os.environ[SWITCH] = "1"
+    os.environ.setdefault("EVAL_RUN_ID", new_run_id())
+    run_dir = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / os.environ["EVAL_RUN_ID"]
+    if not run_dir.is_absolute():
+        run_dir = REPO_ROOT / run_dir
+    os.environ["EVAL_RESULTS_DIR"] = str(run_dir.parent)
+    print(f"calibrate: judge {judge.describe()}; verdicts go to {run_dir}", file=sys.stderr)
+    code = subprocess.run(build_command(list(sys.argv[1:] if argv is None else argv)), cwd=REPO_ROOT).returncode
+    if not (run_dir / "judge_calibration.jsonl").is_file():
+        print(f"calibrate: the eval wrote no verdicts (exit code {code})", file=sys.stderr)
+        return code or 1
+    verdict = calibrate.main([str(run_dir), "--min-kappa", str(calibrate.TRUST_KAPPA)])
+    return code or verdict
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
