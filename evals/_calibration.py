@@ -1,7 +1,7 @@
 """The judge calibration Eval: the task is the factuality judge itself, the expected output the label.
 
 Defined only when asked (`EVAL_JUDGE_CALIBRATION=1`, as `make calibrate` does), so `make eval`
-neither pays for ~70 judge calls per judge model nor changes what it measures. One experiment per
+neither pays for ~80 judge calls per judge model nor changes what it measures. One experiment per
 judge model (`EVAL_CALIBRATION_JUDGES`, default the configured judge model) and template version,
 so judges and prompt versions line up side by side in Braintrust. Every verdict is also written to
 `results/<run id>/judge_calibration.jsonl` for `python -m analysis.calibrate`.
