@@ -65,12 +65,14 @@ class LocalServer:
         self._ready_path = self._workdir / "ready.json"
 
     def command(self) -> list[str]:
-        args = [self.python, "-m", "localneon", "--transport", "http", "--host", "127.0.0.1", "--port", "0"]
-        args += ["--ready-file", str(self._ready_path)]
+        # Every value joined to its option (--token=VALUE): a random token starting with "-" must
+        # not be read as an option.
+        args = [self.python, "-m", "localneon", "--transport=http", "--host=127.0.0.1", "--port=0"]
+        args.append(f"--ready-file={self._ready_path}")
         if self.token:
-            args += ["--token", self.token]
+            args.append(f"--token={self.token}")
         if self.descriptions:
-            args += ["--descriptions", str(self.descriptions)]
+            args.append(f"--descriptions={self.descriptions}")
         if self.flat_params:
             args.append("--flat-params")
         return args

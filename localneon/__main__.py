@@ -14,8 +14,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
+
+if TYPE_CHECKING:
+    from localneon.server import Settings
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -27,8 +31,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--descriptions", default=None, help="YAML file overriding tool descriptions")
     parser.add_argument("--flat-params", action="store_true", help="flat tool arguments instead of {'params': {...}}")
     parser.add_argument("--ready-file", default=None, help="http mode: write a JSON file with the URLs once listening")
+    grant = parser.add_argument_group(
+        "default grant", "what a session gets when its URL sets no grant (stdio: always); http URLs may override"
+    )
+    grant.add_argument("--project-id", default=None, help="scope sessions to one project (like ?projectId=)")
+    grant.add_argument("--category", action="append", default=[], help="keep only these tool categories (repeatable)")
+    grant.add_argument("--readonly", action="store_true", help="read-only mode (like ?readonly=true)")
     parser.add_argument("--log-level", default="WARNING")
     return parser.parse_args(argv)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Server settings from the command line (the default grant included)."""
+    from localneon.grants import Grant, parse_categories
+    from localneon.server import Settings
+
+    grant = Grant(
+        project_id=args.project_id or None, categories=parse_categories(args.category), read_only=args.readonly
+    )
+    return Settings(flat_params=args.flat_params, descriptions=args.descriptions, grant=grant)
 
 
 def write_ready_file(path: str, url: str) -> None:
@@ -44,12 +65,12 @@ async def serve_stdio(args: argparse.Namespace) -> None:
     from mcp.server.stdio import stdio_server
 
     from localneon.branching import Neon
-    from localneon.server import Settings, build_server, sweep_expired_branches
+    from localneon.server import build_server, sweep_expired_branches
 
     # Inside stdio_server fd 1 points at stderr, so nothing the cluster start-up prints can reach the wire.
     async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
         neon = await anyio.to_thread.run_sync(Neon.open)
-        server = build_server(neon, Settings(flat_params=args.flat_params, descriptions=args.descriptions))
+        server = build_server(neon, settings_from(args))
         tg.start_soon(sweep_expired_branches, neon)
         await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
@@ -60,13 +81,10 @@ async def serve_http(args: argparse.Namespace) -> None:
 
     from localneon.app import build_app
     from localneon.branching import Neon
-    from localneon.server import Settings
 
     neon = await anyio.to_thread.run_sync(Neon.open)
     token = args.token or os.environ.get("LOCALNEON_TOKEN") or None
-    app = build_app(
-        neon, Settings(flat_params=args.flat_params, descriptions=args.descriptions), token=token, host=args.host
-    )
+    app = build_app(neon, settings_from(args), token=token, host=args.host)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:

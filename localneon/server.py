@@ -8,8 +8,9 @@ flag switch every tool between Neon's wrapped arguments (``{"params": {...}}``) 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import parse_qs
 
 import anyio
 import anyio.to_thread
@@ -19,12 +20,15 @@ from jsonschema import Draft202012Validator
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
+from localneon import grants
 from localneon.branching import Neon
 from localneon.errors import LocalNeonError
+from localneon.grants import Grant
 from localneon.texts import ToolText, load_texts
-from localneon.tools import ToolSpec, all_tools
+from localneon.tools import Handler, ToolSpec, all_tools
 
 log = logging.getLogger("localneon")
+PROJECT_PARAM = "projectId"
 SERVER_NAME = "localneon"
 INSTRUCTIONS = (
     "Local Neon-compatible Postgres server. Projects contain branches; each branch is an independent "
@@ -35,35 +39,64 @@ INSTRUCTIONS = (
 
 @dataclass(frozen=True)
 class Settings:
-    """How the tools are exposed: wrapped or flat arguments, and which descriptions."""
+    """How the tools are exposed: wrapped or flat arguments, which descriptions, the default grant."""
 
     flat_params: bool = False
     descriptions: str | None = None
+    grant: Grant = field(default_factory=Grant)
 
 
-def inner_schema(spec: ToolSpec, text: ToolText) -> dict[str, Any]:
+def inner_schema(spec: ToolSpec, text: ToolText, *, scoped: bool = False) -> dict[str, Any]:
+    """The arguments' schema; project-scoped, ``projectId`` is left out (the server fills it in)."""
+    params = [p for p in spec.params if not (scoped and p.name == PROJECT_PARAM)]
     properties: dict[str, Any] = {}
-    for param in spec.params:
+    for param in params:
         schema = dict(param.schema)
         if param.name in text.params:
             schema["description"] = text.params[param.name]
         properties[param.name] = schema
     result: dict[str, Any] = {"type": "object", "properties": properties}
-    required = [p.name for p in spec.params if p.required]
+    required = [p.name for p in params if p.required]
     if required:
         result["required"] = required
     return result
 
 
-def input_schema(spec: ToolSpec, text: ToolText, flat: bool) -> dict[str, Any]:
-    inner = inner_schema(spec, text)
+def input_schema(spec: ToolSpec, text: ToolText, flat: bool, *, scoped: bool = False) -> dict[str, Any]:
+    inner = inner_schema(spec, text, scoped=scoped)
     if flat:
         return inner
     return {"type": "object", "properties": {"params": inner}, "required": ["params"]}
 
 
+def tool_annotations(spec: ToolSpec) -> types.ToolAnnotations:
+    """The MCP annotations Neon lists for a tool: every hint explicit, never left out."""
+    return types.ToolAnnotations(
+        title=spec.title or spec.name.replace("_", " "),
+        read_only_hint=spec.read_only,
+        destructive_hint=spec.destructive and not spec.read_only,
+        idempotent_hint=spec.idempotent,
+        open_world_hint=spec.open_world,
+    )
+
+
+@dataclass
+class GrantView:
+    """The tools one grant sees: which, with what schemas and descriptions, and how they run."""
+
+    grant: Grant
+    specs: dict[str, ToolSpec]
+    tools: list[types.Tool]
+    validators: dict[str, Draft202012Validator]
+
+    def handler(self, spec: ToolSpec) -> Handler:
+        if self.grant.read_only and spec.read_only_handler is not None:
+            return spec.read_only_handler
+        return spec.handler
+
+
 class ToolRegistry:
-    """Specs, texts and schemas for one server configuration."""
+    """Specs and texts for one server configuration, and the view each grant gets of them."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -76,41 +109,78 @@ class ToolRegistry:
         self.schemas = {
             name: input_schema(spec, self.texts[name], settings.flat_params) for name, spec in self.specs.items()
         }
-        self.validators = {name: Draft202012Validator(schema) for name, schema in self.schemas.items()}
+        self._views: dict[Grant, GrantView] = {}
 
-    def tools(self) -> list[types.Tool]:
-        result = []
-        for name, spec in self.specs.items():
-            annotations = types.ToolAnnotations(
-                title=spec.title or name.replace("_", " "),
-                read_only_hint=spec.read_only,
-                destructive_hint=spec.destructive if not spec.read_only else False,
-                idempotent_hint=spec.idempotent or None,
-                open_world_hint=False,
-            )
-            result.append(
+    def visible(self, grant: Grant) -> dict[str, ToolSpec]:
+        """Neon's filters in Neon's order: categories, then project scoping, then read-only mode."""
+        kept = {n: s for n, s in self.specs.items() if grants.category_allows(grant, n, s.category)}
+        if grant.scoped:
+            kept = {n: s for n, s in kept.items() if n not in grants.HIDDEN_WHEN_SCOPED}
+        if grant.read_only:
+            kept = {n: s for n, s in kept.items() if s.read_only_safe}
+        return kept
+
+    def view(self, grant: Grant | None = None) -> GrantView:
+        grant = grant or self.settings.grant
+        cached = self._views.get(grant)
+        if cached is not None:
+            return cached
+        specs = self.visible(grant)
+        destructive_listed = any(
+            tool_annotations(s).destructive_hint for s in self.visible(replace(grant, read_only=False)).values()
+        )
+        paragraphs = grants.notices(grant, destructive_listed)
+        tools: list[types.Tool] = []
+        validators: dict[str, Draft202012Validator] = {}
+        for name, spec in specs.items():
+            schema = input_schema(spec, self.texts[name], self.settings.flat_params, scoped=grant.scoped)
+            validators[name] = Draft202012Validator(schema)
+            tools.append(
                 types.Tool(
                     name=name,
-                    description=self.texts[name].description,
-                    input_schema=self.schemas[name],
-                    annotations=annotations,
+                    description=grants.with_notices(self.texts[name].description, paragraphs),
+                    input_schema=schema,
+                    annotations=tool_annotations(spec),
                 )
             )
-        return result
+        view = GrantView(grant, specs, tools, validators)
+        if len(self._views) < 256:  # grants are few (one per trial project); bound it anyway
+            self._views[grant] = view
+        return view
 
-    def arguments(self, name: str, raw: dict[str, Any] | None) -> dict[str, Any]:
-        """Validate against the listed schema and unwrap ``params``; raises LocalNeonError."""
+    def tools(self, grant: Grant | None = None) -> list[types.Tool]:
+        return self.view(grant).tools
+
+    def arguments(self, name: str, raw: dict[str, Any] | None, grant: Grant | None = None) -> dict[str, Any]:
+        """Validate against the listed schema, unwrap ``params`` and, project-scoped, pin ``projectId``.
+
+        Raises LocalNeonError. Like Neon, a scoped session's own ``projectId`` wins over any the
+        caller sends, so a call cannot reach another project.
+        """
+        view = self.view(grant)
         raw = raw or {}
-        errors = sorted(self.validators[name].iter_errors(raw), key=lambda e: list(e.absolute_path))
+        errors = sorted(view.validators[name].iter_errors(raw), key=lambda e: list(e.absolute_path))
         if errors:
             details = "; ".join(
                 f"{'/'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors[:5]
             )
             shape = "flat arguments" if self.settings.flat_params else 'arguments wrapped as {"params": {...}}'
             raise LocalNeonError(f"invalid arguments for {name} (this server expects {shape}): {details}")
-        if self.settings.flat_params:
-            return dict(raw)
-        return dict(raw["params"])
+        args = dict(raw) if self.settings.flat_params else dict(raw["params"])
+        if view.grant.project_id and any(p.name == PROJECT_PARAM for p in view.specs[name].params):
+            args[PROJECT_PARAM] = view.grant.project_id
+        return args
+
+
+def request_grant(ctx: ServerRequestContext[Any], default: Grant) -> Grant:
+    """The grant of this request: from its HTTP URL (Streamable HTTP), else the server's default (stdio)."""
+    request = ctx.request
+    url = getattr(request, "url", None)
+    if url is None:
+        return default
+    query = parse_qs(str(getattr(url, "query", "") or ""), keep_blank_values=False)
+    headers = {k.lower(): v for k, v in dict(getattr(request, "headers", {}) or {}).items()}
+    return grants.grant_from_request(query, headers, default)
 
 
 def _text_result(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -124,23 +194,30 @@ def build_server(neon: Neon, settings: Settings) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=registry.tools())
+        return types.ListToolsResult(tools=registry.tools(request_grant(ctx, settings.grant)))
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        spec = registry.specs.get(params.name)
+        view = registry.view(request_grant(ctx, settings.grant))
+        spec = view.specs.get(params.name)
         if spec is None:
             return _text_result(f"unknown tool {params.name!r}", error=True)
+        result = await _call(view, spec, params.arguments)
+        result.content.extend(types.TextContent(text=line) for line in grants.warnings(view.grant))
+        return result
+
+    async def _call(view: GrantView, spec: ToolSpec, raw: dict[str, Any] | None) -> types.CallToolResult:
+        name = spec.name
         try:
-            args = registry.arguments(params.name, params.arguments)
-            text = await anyio.to_thread.run_sync(spec.handler, neon, args)
+            args = registry.arguments(name, raw, view.grant)
+            text = await anyio.to_thread.run_sync(view.handler(spec), neon, args)
             return _text_result(text)
         except LocalNeonError as exc:
-            return _text_result(f"{params.name}: {exc.message}", error=True)
+            return _text_result(f"{name}: {exc.message}", error=True)
         except psycopg.Error as exc:
-            return _text_result(f"{params.name}: PostgreSQL error: {str(exc).strip()}", error=True)
+            return _text_result(f"{name}: PostgreSQL error: {str(exc).strip()}", error=True)
         except Exception as exc:
-            log.exception("tool %s failed", params.name)
-            return _text_result(f"{params.name}: internal error: {type(exc).__name__}: {exc}", error=True)
+            log.exception("tool %s failed", name)
+            return _text_result(f"{name}: internal error: {type(exc).__name__}: {exc}", error=True)
 
     def tool_schema(name: str) -> dict[str, Any] | None:
         return registry.schemas.get(name)

@@ -88,10 +88,17 @@ def run(conninfo: str, text: str) -> list[StatementResult]:
         return _collect(cur)
 
 
-def run_transaction(conninfo: str, statements: list[str]) -> list[StatementResult]:
+def run_read_only(conninfo: str, statements: list[str]) -> list[StatementResult]:
+    """Run ``statements`` in one READ ONLY transaction (read-only grant): PostgreSQL refuses any write."""
+    return run_transaction(conninfo, statements, read_only=True)
+
+
+def run_transaction(conninfo: str, statements: list[str], *, read_only: bool = False) -> list[StatementResult]:
     """Run ``statements`` in one transaction: all of them take effect, or none do."""
     results: list[StatementResult] = []
     with connect(conninfo, autocommit=False) as conn, conn.transaction(), conn.cursor() as cur:
+        if read_only:
+            cur.execute("SET TRANSACTION READ ONLY")
         for statement in statements:
             cur.execute(statement.encode(), prepare=False)
             results.extend(_collect(cur))

@@ -23,15 +23,29 @@ class Param:
     required: bool = False
 
 
+Handler = Callable[[Neon, dict[str, Any]], str]
+
+
 @dataclass(frozen=True)
 class ToolSpec:
+    """One tool: schema, handler, and what Neon says about it (annotations, category, read-only mode).
+
+    ``category`` is Neon's scope category (None: listed whatever ``?category=`` says);
+    ``read_only_safe`` says whether read-only mode keeps the tool, and ``read_only_handler``
+    replaces ``handler`` in that mode (SQL in a read-only transaction).
+    """
+
     name: str
     params: tuple[Param, ...]
-    handler: Callable[[Neon, dict[str, Any]], str]
+    handler: Handler
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
     title: str = ""
+    category: str | None = None
+    read_only_safe: bool = False
+    open_world: bool = False
+    read_only_handler: Handler | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -77,10 +77,46 @@ def fetch(neon: Neon, args: dict[str, Any]) -> str:
 
 
 TOOLS = [
-    ToolSpec("search", (Param("query", string(), required=True),), search, read_only=True, idempotent=True),
-    ToolSpec("fetch", (Param("id", string(), required=True),), fetch, read_only=True, idempotent=True),
-    ToolSpec("list_docs_resources", (), list_docs_resources, read_only=True, idempotent=True),
     ToolSpec(
-        "get_doc_resource", (Param("slug", string(), required=True),), get_doc_resource, read_only=True, idempotent=True
+        "search",
+        (Param("query", string(), required=True),),
+        search,
+        read_only=True,
+        idempotent=True,
+        title="Search",
+        category=None,
+        read_only_safe=True,
+    ),
+    ToolSpec(
+        "fetch",
+        (Param("id", string(), required=True),),
+        fetch,
+        read_only=True,
+        idempotent=True,
+        title="Fetch",
+        category=None,
+        read_only_safe=True,
+    ),
+    ToolSpec(
+        "list_docs_resources",
+        (),
+        list_docs_resources,
+        read_only=True,
+        idempotent=True,
+        title="List Documentation Resources",
+        category="docs",
+        read_only_safe=True,
+        open_world=True,
+    ),
+    ToolSpec(
+        "get_doc_resource",
+        (Param("slug", string(), required=True),),
+        get_doc_resource,
+        read_only=True,
+        idempotent=True,
+        title="Get Documentation Resource",
+        category="docs",
+        read_only_safe=True,
+        open_world=True,
     ),
 ]

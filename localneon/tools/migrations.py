@@ -116,6 +116,9 @@ TOOLS = [
         "prepare_database_migration",
         (Param("migrationSql", string(), required=True), PROJECT_ID, DATABASE_NAME),
         prepare_database_migration,
+        title="Prepare Database Migration",
+        category="querying",
+        read_only_safe=False,
     ),
     ToolSpec(
         "complete_database_migration",
@@ -130,5 +133,8 @@ TOOLS = [
         ),
         complete_database_migration,
         destructive=True,
+        title="Complete Database Migration",
+        category="querying",
+        read_only_safe=False,
     ),
 ]

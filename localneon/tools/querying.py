@@ -29,13 +29,35 @@ def run_sql(neon: Neon, args: dict[str, Any]) -> str:
     return sql.format_results(results)
 
 
-def run_sql_transaction(neon: Neon, args: dict[str, Any]) -> str:
+def _statements(args: dict[str, Any]) -> list[str]:
     statements = args.get("sqlStatements") or []
     if not statements or not all(isinstance(s, str) and s.strip() for s in statements):
         raise InvalidRequest("sqlStatements must be a non-empty list of SQL strings")
+    return list(statements)
+
+
+def run_sql_transaction(neon: Neon, args: dict[str, Any]) -> str:
+    statements = _statements(args)
     t = target(neon, args)
     with pg_errors("run_sql_transaction (rolled back, nothing was applied)", t):
         results = sql.run_transaction(neon.role_conninfo(t), statements)
+    return sql.dumps([r.as_json() for r in results])
+
+
+def run_sql_read_only(neon: Neon, args: dict[str, Any]) -> str:
+    """``run_sql`` under a read-only grant: one READ ONLY transaction, as Neon runs it."""
+    statement = require_text(args, "sql")
+    t = target(neon, args)
+    with pg_errors("run_sql (read-only mode: a read-only transaction)", t):
+        results = sql.run_read_only(neon.role_conninfo(t), [statement])
+    return sql.format_results(results)
+
+
+def run_sql_transaction_read_only(neon: Neon, args: dict[str, Any]) -> str:
+    statements = _statements(args)
+    t = target(neon, args)
+    with pg_errors("run_sql_transaction (read-only mode: a read-only transaction, nothing was applied)", t):
+        results = sql.run_read_only(neon.role_conninfo(t), statements)
     return sql.dumps([r.as_json() for r in results])
 
 
@@ -94,12 +116,25 @@ def list_slow_queries(neon: Neon, args: dict[str, Any]) -> str:
 
 SQL = Param("sql", string(), required=True)
 TOOLS = [
-    ToolSpec("run_sql", (SQL, PROJECT_ID, BRANCH_ID, DATABASE_NAME), run_sql, destructive=True),
+    ToolSpec(
+        "run_sql",
+        (SQL, PROJECT_ID, BRANCH_ID, DATABASE_NAME),
+        run_sql,
+        destructive=True,
+        read_only_handler=run_sql_read_only,
+        title="Run SQL",
+        category="querying",
+        read_only_safe=True,
+    ),
     ToolSpec(
         "run_sql_transaction",
         (Param("sqlStatements", string_list(minItems=1), required=True), PROJECT_ID, BRANCH_ID, DATABASE_NAME),
         run_sql_transaction,
         destructive=True,
+        read_only_handler=run_sql_transaction_read_only,
+        title="Run SQL Transaction",
+        category="querying",
+        read_only_safe=True,
     ),
     ToolSpec(
         "describe_table_schema",
@@ -107,6 +142,9 @@ TOOLS = [
         describe_table_schema,
         read_only=True,
         idempotent=True,
+        title="Describe Table Schema",
+        category="schema",
+        read_only_safe=True,
     ),
     ToolSpec(
         "get_database_tables",
@@ -114,6 +152,9 @@ TOOLS = [
         get_database_tables,
         read_only=True,
         idempotent=True,
+        title="Get Database Tables",
+        category="schema",
+        read_only_safe=True,
     ),
     ToolSpec(
         "explain_sql_statement",
@@ -121,6 +162,9 @@ TOOLS = [
         explain_sql_statement,
         read_only=True,
         idempotent=True,
+        title="Explain SQL Statement",
+        category="querying",
+        read_only_safe=True,
     ),
     ToolSpec(
         "list_slow_queries",
@@ -134,6 +178,8 @@ TOOLS = [
         ),
         list_slow_queries,
         read_only=True,
-        idempotent=True,
+        title="List Slow Queries",
+        category="querying",
+        read_only_safe=True,
     ),
 ]

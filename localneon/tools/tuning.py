@@ -108,6 +108,9 @@ TOOLS = [
             Param("roleName", string()),
         ),
         prepare_query_tuning,
+        title="Prepare Query Tuning",
+        category="querying",
+        read_only_safe=False,
     ),
     ToolSpec(
         "complete_query_tuning",
@@ -124,5 +127,8 @@ TOOLS = [
         ),
         complete_query_tuning,
         destructive=True,
+        title="Complete Query Tuning",
+        category="querying",
+        read_only_safe=False,
     ),
 ]

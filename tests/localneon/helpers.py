@@ -33,9 +33,11 @@ class HttpServer:
 
 
 @asynccontextmanager
-async def http_client(server: HttpServer, mode: str = "auto") -> AsyncIterator[Client]:
+async def http_client(
+    server: HttpServer, mode: str = "auto", headers: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
     """A real MCP client session over Streamable HTTP (``auto`` negotiates the newest protocol)."""
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {server.token}"})
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {server.token}", **(headers or {})})
     async with http, Client(streamable_http_client(server.mcp_url, http_client=http), mode=mode) as client:
         yield client
 

@@ -1,0 +1,25 @@
+"""A token that looks like an option (starts with "-") still reaches the server as the token."""
+
+from __future__ import annotations
+
+import secrets
+
+import httpx
+
+from harness.server_process import LocalServer
+
+
+async def test_token_starting_with_a_dash_through_the_launcher() -> None:
+    token = "-" + secrets.token_urlsafe(18)  # what token_urlsafe gives about one run in 64
+    server = LocalServer(token=token)
+    try:
+        endpoints = await server.start()
+        assert any(arg == f"--token={token}" for arg in server.command())
+        async with httpx.AsyncClient(base_url=endpoints.api_url, timeout=30) as client:
+            allowed = await client.get("/projects", headers={"Authorization": f"Bearer {token}"})
+            refused = await client.get("/projects", headers={"Authorization": "Bearer " + token[1:]})
+        assert allowed.status_code == 200, allowed.text
+        assert refused.status_code == 401
+    finally:
+        server.stop()
+    assert not server.alive
