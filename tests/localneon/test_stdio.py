@@ -35,7 +35,8 @@ async def test_stdio_flat_params_and_description_variant(tmp_path: Path, neon: N
     variant.write_text("run_sql: Variant text for run_sql.\nsearch:\n  params:\n    query: Variant param text.\n")
     async with stdio_client("--flat-params", "--descriptions", str(variant), mode="auto") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert tools["run_sql"].description == "Variant text for run_sql."
+        # The variant's words, then the notice block every description carries (as on Neon).
+        assert (tools["run_sql"].description or "").startswith("Variant text for run_sql.\n\n<notice>\n")
         assert tools["search"].input_schema["properties"]["query"]["description"] == "Variant param text."
         assert "migration" in (tools["prepare_database_migration"].description or "")
         schema = tools["run_sql"].input_schema
