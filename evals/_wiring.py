@@ -15,6 +15,7 @@ from typing import Any
 
 from braintrust import Eval, EvalCase
 
+from evals._adaptive import ab_arms, define_rounds, parse_trials
 from evals._report import REPORTER, parse_floors
 from harness.cases import Case, Scenario, load_cases
 from harness.config import Settings
@@ -87,12 +88,23 @@ def rows(cases: list[Case]) -> list[EvalCase[str, str]]:
     ]
 
 
-def make_task(settings: Settings) -> Any:
-    """The Braintrust task: one trial of one case (the runner also keeps it in the results store)."""
+def make_task(settings: Settings, on_record: Any = None) -> Any:
+    """The Braintrust task: one trial of one case (the runner also keeps it in the results store).
+
+    Adaptive rows carry their own trial index; `on_record(case, trial_index, record or None)` hears of
+    every finished trial (evals/_adaptive.py)."""
 
     async def task(input: str, hooks: Any) -> str:
         case = Case.model_validate(hooks.metadata["case"])
-        record: TrialRecord = await run_trial(case, hooks.trial_index, settings)
+        trial_index = hooks.metadata.get("trial_index", hooks.trial_index)
+        try:
+            record: TrialRecord = await run_trial(case, trial_index, settings)
+        except BaseException:
+            if on_record is not None:
+                on_record(case, trial_index, None)
+            raise
+        if on_record is not None:
+            on_record(case, trial_index, record)
         hooks.metadata["trial"] = record.model_dump(mode="json")
         hooks.metadata["outcome"] = record.outcome
         hooks.metadata["tool_sequence"] = [call.name for call in record.tool_calls]
@@ -127,10 +139,14 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
     cases = load_cases(scenario=scenario)
     if not cases:
         return
-    trials = _positive_int("EVAL_TRIALS", DEFAULT_TRIALS)
+    plan = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
+    trials = plan.max_trials
     concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
     project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
     sweep = decoy_sweep(os.environ.get("EVAL_DECOY_SWEEP", ""))
+    if plan.adaptive or ab_arms(base):
+        define_rounds(eval_name, scenario, base, cases, plan, concurrency, project, sweep)
+        return
     for model, decoys in itertools.product(base.models, sweep or [base.decoys]):
         settings = base.for_model(model).model_copy(update={"decoys": decoys})
         metadata = experiment_metadata(eval_name, settings, cases, trials)

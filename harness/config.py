@@ -20,7 +20,7 @@ from typing import Any
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from harness.pricing import CONTROL_MODELS, DEFAULT_MODEL
+from harness.pricing import CONTROL_AGENTS, CONTROL_MODELS, DEFAULT_MODEL
 
 DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
 DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"
@@ -146,8 +146,8 @@ def _check_model(model: str, anthropic_key: SecretStr | None, openai_key: Secret
         raise ConfigError(
             f"EVAL_MODEL: {model!r} must look like 'anthropic:<model>', 'openai:<model>' or one of {CONTROL_MODELS}"
         )
-    if provider == "control" and model not in CONTROL_MODELS:
-        raise ConfigError(f"EVAL_MODEL: unknown control agent {model!r} (known: {', '.join(CONTROL_MODELS)})")
+    if provider == "control" and model not in CONTROL_AGENTS:
+        raise ConfigError(f"EVAL_MODEL: unknown control agent {model!r} (known: {', '.join(CONTROL_AGENTS)})")
     if provider == "anthropic" and anthropic_key is None:
         raise ConfigError(f"EVAL_MODEL={model} needs ANTHROPIC_API_KEY, which is not set")
     if provider == "openai" and openai_key is None:

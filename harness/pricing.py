@@ -13,6 +13,7 @@ from harness.records import Usage
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_MODEL = f"anthropic:{DEFAULT_ANTHROPIC_MODEL}"
 CONTROL_MODELS = ("control:oracle", "control:unsafe")
+CONTROL_AGENTS = (*CONTROL_MODELS, "control:lexical")  # every scripted agent; the first two are the fallback
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ PRICES: dict[str, Price] = {
     "openai:gpt-4o-mini": Price(0.15, 0.6, 0.075),
     "control:oracle": Price(0.0, 0.0, 0.0, 0.0),
     "control:unsafe": Price(0.0, 0.0, 0.0, 0.0),
+    "control:lexical": Price(0.0, 0.0, 0.0, 0.0),
 }
 
 

@@ -260,7 +260,7 @@ class TrialRunner:
             record.config.decoy_count = view.decoy_count
             record.config.tool_view_hash = view.hash
             record.config.seed = seed
-            provider = self.provider.for_trial(TrialContext(case, info.project_id, info.database))
+            provider = self.provider.for_trial(TrialContext(case, info.project_id, info.database, trial_index))
             loop = LoopSettings(
                 system=settings.system_prompt,
                 max_turns=settings.max_turns,

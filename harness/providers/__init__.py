@@ -13,6 +13,10 @@ def make_provider(settings: Settings) -> Provider:
     """The provider `settings.model` names (keys checked again here, so misuse fails clearly)."""
     provider, name = settings.provider, settings.model_name
     if provider == "control":
+        if name == "lexical":
+            from harness.providers.lexical import LexicalAgent
+
+            return LexicalAgent()
         return ControlAgent(name)
     if provider == "anthropic":
         if settings.anthropic_api_key is None:

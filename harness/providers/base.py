@@ -39,6 +39,7 @@ class TrialContext:
     case: Case
     project_id: str
     database: str = "neondb"
+    trial_index: int = 0  # seeds a control agent's draws, so a rerun repeats each trial
 
 
 class Provider(Protocol):
