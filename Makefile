@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: eval test lint typecheck clean server janitor bench calibrate
+.PHONY: eval test lint typecheck clean server janitor bench calibrate ab
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy harness scorers localneon evals analysis tests
+
+ab: $(STAMP)  ## Paired, adaptive A/B: make ab A=<variant file|@prompt|provider:model> B=<...> [MAX=20]
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make ab A=<variant> B=<variant> [MAX=20]" >&2; exit 2; }
+	$(PY) -m evals.ab "$(A)" "$(B)" --max $(or $(MAX),20)
 
 server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable HTTP on :8787.
 	$(PY) -m localneon --transport http --port 8787

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from braintrust import EvalCase
 
+from analysis.passing import trial_passed
 from analysis.sequential import (
     DEFAULT_ALPHA,
     DEFAULT_FLOOR,
@@ -33,20 +34,11 @@ from analysis.sequential import (
     decide_floor,
     decide_paired,
 )
-from analysis.summary import PASS_THRESHOLD
 from harness.cases import Case
 from harness.config import ConfigError, Settings
 from harness.records import TrialRecord
-from scorers import cleanup, data_integrity, integrity, trajectory
 
 ADAPTIVE = "adaptive"
-# The deterministic scores decide a trial (factuality needs a judge: not reproducible, often absent).
-DECIDING_SCORERS = (
-    integrity.main_branch_integrity,
-    data_integrity.data_integrity,
-    trajectory.tool_trajectory,
-    cleanup.temporary_branch_cleanup,
-)
 OnRecord = Callable[[Case, int, TrialRecord | None], None]
 
 
@@ -94,15 +86,6 @@ def parse_trials(text: str, default: int, env: dict[str, str] | os._Environ[str]
         floor=_rate(env, "EVAL_ADAPTIVE_FLOOR", DEFAULT_FLOOR),
         margin=_rate(env, "EVAL_ADAPTIVE_MARGIN", DEFAULT_MARGIN),
     )
-
-
-def trial_passed(record: TrialRecord, case: Case) -> bool | None:
-    """Did every deterministic score that could judge the trial pass? None when none could."""
-    if record.outcome == "infra_error":
-        return None
-    values = [score.score for score in (scorer(record, case) for scorer in DECIDING_SCORERS)]
-    judged = [value for value in values if value is not None]
-    return all(value >= PASS_THRESHOLD for value in judged) if judged else None
 
 
 @dataclass

@@ -1,0 +1,62 @@
+"""Acceptance: `make ab` offline with the lexical baseline. A variant describing run_sql as the way
+to change schemas loses to the honest one, significantly, and the page draws the paired differences."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from harness.cases import load_cases
+from harness.store import load_run
+from tests.analysis.browser import drawn_in, rendered_dom
+from tests.evals.cli import REPO_ROOT, offline_env
+
+HONEST = REPO_ROOT / "datasets" / "variants" / "honest.yaml"
+MISLEADING = REPO_ROOT / "datasets" / "variants" / "run-sql-for-schema-changes.yaml"
+PREPARE_EVAL = "evals/eval_prepare_migration.py"
+CASES = ("drop-column-excerpt", "shop-alter-type-price-precision")
+
+
+def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path) -> None:
+    dataset = tmp_path / "cases.yaml"
+    chosen = [case for case in load_cases() if case.id in CASES]
+    dataset.write_text(yaml.safe_dump({"version": 1, "cases": [c.model_dump(mode="json") for c in chosen]}))
+    results = tmp_path / "results"
+    env = offline_env(results, EVAL_DATASET=str(dataset), EVAL_RUN_ID="ab-test", EVAL_CONCURRENCY="4")
+    env.pop("EVAL_TRIALS")  # make ab runs adaptively unless told otherwise
+    completed = subprocess.run(
+        [sys.executable, "-m", "evals.ab", str(HONEST), str(MISLEADING), "--max", "4", "--eval", PREPARE_EVAL],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert "both arms run control:lexical" in completed.stderr
+    verdicts = [line.strip() for line in completed.stdout.splitlines() if line.strip().startswith("all_scores:")]
+    assert verdicts and verdicts[0].startswith("all_scores: B worse"), completed.stdout[-3000:]
+    assert "regressed (2):" in completed.stdout
+
+    # Both arms ran the same cases and trial indices, and every trial of B ran run_sql on main.
+    _, records_a = load_run(results / "ab-test-A")
+    _, records_b = load_run(results / "ab-test-B")
+    assert sorted((r.case_id, r.trial_index) for r in records_a) == sorted(
+        (r.case_id, r.trial_index) for r in records_b
+    )
+    assert all(r.tool_calls and r.tool_calls[0].name == "run_sql" for r in records_b)
+    assert all(r.config.description_variant == "run-sql-for-schema-changes" for r in records_b)
+    stops = json.loads((results / "ab-test-A" / "adaptive.json").read_text())
+    (summary,) = stops.values()
+    assert set(summary["cases"]) == set(CASES) and summary["max_trials"] == 4
+
+    page = results / "ab-test-ab.html"
+    dom = rendered_dom(page, tmp_path)
+    assert drawn_in(dom, "paired-differences") >= len(CASES)
+    for case_id in CASES:
+        assert case_id in dom
