@@ -19,6 +19,7 @@ from harness.cases import BUNDLED_DATASET, load_cases
 from harness.records import ToolCall
 from harness.server_process import REPO_ROOT, LocalServer
 from harness.store import RUN_FILE, TRIALS_FILE, load_run
+from tests.analysis.browser import drawn_in, rendered_dom
 from tests.analysis.test_compare import DATASET, TRIALS, _run
 from tests.harness.conftest import TEST_PGDATA, TOKEN
 
@@ -263,3 +264,13 @@ def test_bad_input_gives_a_clear_error_and_exit_2(
         check=False,
     )
     assert completed.returncode == 2 and "report: error:" in completed.stderr and completed.stdout == ""
+
+
+def test_headless_chromium_finds_the_drawn_pictures(run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "page.html"
+    assert main([str(run), "--dataset", DATASET, "--out", str(out)]) == 0
+    dom = rendered_dom(out, tmp_path)
+    assert drawn_in(dom, "pass-rate-bars-0") >= 4  # a bar per score for the first experiment
+    assert drawn_in(dom, "pass-rate-bars-3") >= 4  # ... and for the fourth (two models x two scenarios)
+    assert drawn_in(dom, "cost-points") >= 2  # control agents cost $0: one point per model
+    assert drawn_in(dom, "decoy-curve") == 0  # a run without decoys has no curve to draw
