@@ -39,6 +39,7 @@ NAMES = [*DETERMINISTIC_NAMES, OVERALL]
 DIFF_LINES = 40  # the scorer already caps its diff; a page with dozens of failures needs a tighter cap
 ANSWER_CHARS = 600
 
+
 def _groups(trials: Sequence[ScoredTrial]) -> dict[tuple[str, str], list[ScoredTrial]]:
     groups: dict[tuple[str, str], list[ScoredTrial]] = defaultdict(list)
     for trial in trials:
