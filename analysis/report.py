@@ -7,7 +7,7 @@ scenario, and rendered as one HTML file with inline CSS, inline SVG pictures and
 be mailed or attached to a CI run. The page is a Jinja2 template (`analysis/templates/report.html`)
 with autoescaping: everything taken from a record is escaped, since transcripts can contain anything.
 
-    python -m analysis.report RUN [--out FILE] [--dataset PATH]
+    python -m analysis.report RUN [--out FILE] [--dataset PATH] [--pictures DIR]
 
 Building the page is pure (`analysis.rescore.score_run`, `render_report`); reading the run and
 writing the file are kept in `main`. What each score's metadata means comes from `scorers.registry`.
@@ -204,13 +204,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", metavar="RUN", help="run folder, its trials.jsonl, or a run id under results/")
     parser.add_argument("--out", type=Path, help="where to write the page (default: <run folder>/report.html)")
     parser.add_argument("--dataset", help="case file or folder (default: EVAL_DATASET, then the bundled cases)")
+    parser.add_argument("--pictures", type=Path, metavar="DIR", help="also write each picture as DIR/<name>.svg")
     args = parser.parse_args(argv)
     try:
         run_dir, info, records = load(args.run)
         cases = {case.id: case for case in load_cases(args.dataset)}
-        page = render_report(info, run_dir, score_run(records, cases))
+        trials = score_run(records, cases)
+        page = render_report(info, run_dir, trials)
         out: Path = args.out or run_dir / "report.html"
         out.write_text(page, encoding="utf-8")
+        if args.pictures:
+            args.pictures.mkdir(parents=True, exist_ok=True)
+            for name, svg in draw_pictures(trials).items():
+                if svg:
+                    (args.pictures / f"{name.replace('_', '-')}.svg").write_text(svg + "\n", encoding="utf-8")
     except (RunInputError, DatasetError, OSError) as error:
         print(f"report: error: {error}", file=sys.stderr)
         return 2
