@@ -59,7 +59,7 @@ def pass_rates(experiments: Sequence[tuple[str, dict[str, Rate]]]) -> str:
     scores = list(dict.fromkeys(score for _, rates in experiments for score in rates))
     count = max(1, len(experiments))
     height = 0.8 / count
-    figure, axes = plt.subplots(figsize=(7.5, 0.5 + 0.32 * len(scores) * count + 0.25 * count))
+    figure, axes = plt.subplots(figsize=(6.5, 0.8 + 0.3 * len(scores) * count))
     for index, (label, rates) in enumerate(experiments):
         positions = [row + (count - 1 - index) * height for row in range(len(scores)) if scores[row] in rates]
         shown = [rates[score] for score in scores if score in rates]
@@ -80,7 +80,7 @@ def pass_rates(experiments: Sequence[tuple[str, dict[str, Rate]]]) -> str:
     axes.set_xlim(0, 1)
     axes.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
     axes.set_xlabel("pass rate (95% Wilson interval)")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.6 / max(1, len(scores))), fontsize=8, frameon=False)
+    axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     return to_svg(figure)
 
 

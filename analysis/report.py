@@ -140,7 +140,7 @@ def explanation_values(name: str, score: Score) -> dict[str, Any]:
         lines = line.splitlines()
         shown = lines[:DIFF_LINES] + ([f"... {len(lines) - DIFF_LINES} more lines"] if len(lines) > DIFF_LINES else [])
         blocks.append("\n".join(shown))
-    return {"name": name, "reason": meta.get("reason"), "items": items, "blocks": blocks}
+    return {"name": name, "reason": meta.get("reason"), "lines": items, "blocks": blocks}
 
 
 def failure_values(trial: ScoredTrial) -> dict[str, Any]:
