@@ -152,6 +152,8 @@ def test_make_calibrate_runs_the_eval_and_judges_the_judge(
             monkeypatch.delenv(name)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
+        for name in ("BRAINTRUST_API_KEY", "ANTHROPIC_API_KEY"):
+            monkeypatch.setenv(name, "")  # set, so a developer's .env cannot fill them in (load_dotenv keeps them)
         code = calibrate_launcher.main(["--no-progress-bars"])
     assert code == 0 and len(judge.bodies) == 4
     output = capsys.readouterr().out
