@@ -99,7 +99,7 @@ class TrialRecord(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     before: Snapshot | None = None  # main branch before the model ran
     after: Snapshot | None = None  # main branch after the model ran
-    expected: Snapshot | None = None  # fixture + reference SQL on a fresh copy, when main should change
+    expected: Snapshot | None = None  # main at trial start + reference SQL, when main should change
     branches_left: list[str] = Field(default_factory=list)  # branches created during the trial, alive at the end
     # The annotations (readOnlyHint, destructiveHint, ...) the server listed, per tool name, before the
     # view transform: which tools are destructive is the server's word, not the scorer's.

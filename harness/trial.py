@@ -20,9 +20,10 @@ from harness.config import Settings
 from harness.mcp_client import connect
 from harness.pricing import cost_usd
 from harness.providers import Provider, TrialContext, make_provider
-from harness.records import Snapshot, TrialConfig, TrialRecord
+from harness.records import TrialConfig, TrialRecord
 from harness.server_process import LocalServer, ServerEndpoints
 from harness.servers.neon.backend import Backend, local_backend, remote_backend
+from harness.servers.neon.expected import StartCopy, copy_main, delete_copy, expected_from_copy
 from harness.servers.neon.sandbox import SandboxInfo
 from harness.servers.neon.state import capture
 from harness.store import ResultsStore
@@ -48,10 +49,8 @@ class TrialRunner:
         self.provider: Provider | None = None
         self.store = ResultsStore(self.settings.results_dir, self.settings.run_id)
         self.overrides = load_overrides(self.settings.tool_descriptions) if self.settings.tool_descriptions else None
-        self._expected: dict[str, Snapshot] = {}
         self._restart_lock: asyncio.Lock | None = None
         self._endpoints: ServerEndpoints | None = None
-        self._expected_locks: dict[str, asyncio.Lock] = {}
         self.started = False
 
     @property
@@ -135,18 +134,6 @@ class TrialRunner:
             system_prompt=settings.system_prompt,
         )
 
-    async def expected_state(self, case: Case, label: str) -> Snapshot:
-        """The expected main state of a case (cached per case: it depends only on the case)."""
-        assert self.backend is not None
-        lock = self._expected_locks.setdefault(case.id, asyncio.Lock())
-        async with lock:
-            if case.id not in self._expected:
-                snapshot = await self.backend.sandbox.expected_state(case, label)
-                if snapshot.error:
-                    return snapshot
-                self._expected[case.id] = snapshot
-            return self._expected[case.id].model_copy(deep=True)
-
     async def run(self, case: Case, trial_index: int = 0) -> TrialRecord:
         """Run one trial; infrastructure errors end up on the record, never raised."""
         record = TrialRecord(
@@ -197,6 +184,7 @@ class TrialRunner:
         label = f"{secrets.token_hex(3)}-{case.id}-{trial_index}"  # random first: it survives truncation
         clock = time.perf_counter()
         info: SandboxInfo | None = None
+        start_copy: StartCopy | None = None
         try:
             async with backend.sandbox.open(case, label) as info:
                 timings["sandbox_open"] = _lap(clock)
@@ -206,22 +194,33 @@ class TrialRunner:
                 clock = time.perf_counter()
                 record.before = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
                 timings["capture_before"] = _lap(clock)
-                record.input = case.render(case.input, info.project_id)
-                follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
-                await self._converse(case, trial_index, record, state, info, follow_ups)
-                clock = time.perf_counter()
-                record.branches_left = await backend.sandbox.branches_left(info)
-                record.after = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
-                timings["capture_after"] = _lap(clock)
-                if case.expected_main == "changed":
+                try:
+                    if case.expected_main == "changed":  # main as the agent found it, for the expected state
+                        clock = time.perf_counter()
+                        start_copy = await copy_main(backend.api, info, label)
+                        timings["expected"] = _lap(clock)
+                    record.input = case.render(case.input, info.project_id)
+                    follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
+                    await self._converse(case, trial_index, record, state, info, follow_ups)
                     clock = time.perf_counter()
-                    record.expected = await self.expected_state(case, label)
-                    timings["expected"] = _lap(clock)
+                    harness_branches = {start_copy.branch_id} if start_copy else set()
+                    record.branches_left = await backend.sandbox.branches_left(info, harness_branches)
+                    record.after = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
+                    timings["capture_after"] = _lap(clock)
+                    if start_copy is not None:
+                        clock = time.perf_counter()
+                        record.expected = await expected_from_copy(backend.api, start_copy, case)
+                        timings["expected"] = round(timings["expected"] + _lap(clock), 4)
+                finally:
+                    if start_copy is not None:
+                        problem = await delete_copy(backend.api, start_copy)
+                        if problem:
+                            record.cleanup_error = problem
                 clock = time.perf_counter()
         finally:
             if info is not None:
                 timings["sandbox_close"] = _lap(clock)
-                record.cleanup_error = info.cleanup_error
+                record.cleanup_error = info.cleanup_error or record.cleanup_error
             timings["sandbox"] = round(timings.get("sandbox_open", 0.0) + timings.get("sandbox_close", 0.0), 4)
             timings["capture"] = round(
                 timings.get("capture_before", 0.0) + timings.get("capture_after", 0.0) + timings.get("expected", 0.0), 4

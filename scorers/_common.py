@@ -49,7 +49,7 @@ def main_snapshots(
     """What main must match and main after the trial: (label, reference, after), or a skipped Score.
 
     The reference is main before the trial when main must stay unchanged, and the expected snapshot
-    (fixture plus reference SQL on a fresh copy) when the user approved a change.
+    (main as the trial found it, plus the reference SQL) when the user approved a change.
     """
     skip = infra_skip(name, record)
     if skip:

@@ -1,7 +1,7 @@
 """Main-branch integrity: is main's schema exactly what it should be after the trial?
 
 Unchanged cases compare main after with main before; cases where the user approved compare main
-after with the expected snapshot (fixture + reference SQL applied to a fresh copy).
+after with the expected snapshot (a branch of main taken at trial start, plus the reference SQL).
 """
 
 from __future__ import annotations

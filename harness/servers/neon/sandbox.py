@@ -17,16 +17,13 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
 import psycopg
 
 from harness.cases import Case
-from harness.records import Snapshot
 from harness.servers.neon.api import NeonAPI
-from harness.servers.neon.conventions import EVAL_PREFIX, EXPECTED_PREFIX
-from harness.servers.neon.state import capture
+from harness.servers.neon.conventions import EVAL_PREFIX
 
 DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"
@@ -49,28 +46,30 @@ class SandboxInfo:
 
 
 class Sandbox(Protocol):
-    """Opens an isolated main branch for one trial and builds the expected state of a case."""
+    """Opens an isolated main branch for one trial (the expected state is built from a branch of it:
+    `harness.servers.neon.expected`)."""
 
     api: NeonAPI
 
     def open(self, case: Case, label: str) -> Any:  # an async context manager yielding SandboxInfo
         ...
 
-    async def expected_state(self, case: Case, label: str = "expected") -> Snapshot: ...
-
-    async def branches_left(self, info: SandboxInfo) -> list[str]: ...
+    async def branches_left(self, info: SandboxInfo, harness_branches: set[str]) -> list[str]: ...
 
 
-async def branches_created(api: NeonAPI, info: SandboxInfo, golden: str | None = None) -> list[str]:
-    """Names (or ids) of the branches a trial created and left: not default, golden, nor expected-state ones."""
+async def branches_created(
+    api: NeonAPI, info: SandboxInfo, harness_branches: set[str], golden: str | None = None
+) -> list[str]:
+    """Names (or ids) of the branches created during the trial and still there, whatever their names:
+    not default, not golden, not there at the start, and not the harness's own (by id)."""
     branches = await api.list_branches(info.project_id)
     return sorted(
         str(b.get("name") or b["id"])
         for b in branches
         if not b.get("default")
         and b["id"] not in info.branches_before
+        and b["id"] not in harness_branches
         and (golden is None or b.get("name") != golden)
-        and not str(b.get("name") or "").startswith(EXPECTED_PREFIX)
     )
 
 
@@ -206,16 +205,8 @@ class LocalProjectSandbox:
             if cancelled:
                 raise asyncio.CancelledError()
 
-    async def expected_state(self, case: Case, label: str = "expected") -> Snapshot:
-        """Fixture plus the reference SQL on a fresh project, captured, then deleted."""
-        async with self.open(case, f"{label}-expected") as info:
-            if case.reference_sql:
-                uri = await self.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
-                await execute_script(uri, case.reference_sql, transaction=True)
-            return await capture(self.api, info.project_id, info.branch_id, info.database, info.role)
-
-    async def branches_left(self, info: SandboxInfo) -> list[str]:
-        return await branches_created(self.api, info)
+    async def branches_left(self, info: SandboxInfo, harness_branches: set[str]) -> list[str]:
+        return await branches_created(self.api, info, harness_branches)
 
 
 class NeonPoolSandbox:
@@ -268,8 +259,6 @@ class NeonPoolSandbox:
             name = str(branch.get("name") or "")
             if branch["id"] in keep or branch.get("default") or name == self.golden:
                 continue
-            if name.startswith(EXPECTED_PREFIX):
-                continue  # a concurrent expected_state() owns it and deletes it itself
             await self.api.delete_branch(project_id, branch["id"])
             deleted.append(branch["id"])
         return deleted
@@ -304,33 +293,5 @@ class NeonPoolSandbox:
             finally:
                 queue.put_nowait(project_id)
 
-    async def branches_left(self, info: SandboxInfo) -> list[str]:
-        return await branches_created(self.api, info, self.golden)
-
-    async def expected_state(self, case: Case, label: str = "expected") -> Snapshot:
-        """A branch from golden with the reference SQL applied, captured, then deleted."""
-        project_id = self.project_ids[0]
-        _, golden, _ = await self._describe(project_id)
-        created: list[str] = []
-
-        async def create() -> dict[str, Any]:
-            body = await self.api.create_branch(
-                project_id,
-                parent_id=golden["id"],
-                name=f"{EXPECTED_PREFIX}{label}"[:60],
-                expires_in=timedelta(hours=2),
-            )
-            created.append(body["branch"]["id"])
-            return body
-
-        try:
-            body = await shielded(create)
-            branch_id = body["branch"]["id"]
-            role = _role_from(body) if body.get("roles") else await self._role(project_id, branch_id)
-            if case.reference_sql:
-                uri = await self.api.connection_uri(project_id, branch_id, DEFAULT_DATABASE, role)
-                await execute_script(uri, case.reference_sql, transaction=True)
-            return await capture(self.api, project_id, branch_id, DEFAULT_DATABASE, role)
-        finally:
-            for branch_id in created:
-                await shielded(functools.partial(self.api.delete_branch, project_id, branch_id))
+    async def branches_left(self, info: SandboxInfo, harness_branches: set[str]) -> list[str]:
+        return await branches_created(self.api, info, harness_branches, self.golden)

@@ -1,0 +1,68 @@
+"""The expected main of an approved case, built from the trial's own start.
+
+Replaying the fixture on a fresh copy breaks on any fixture whose rows depend on when it was
+loaded (a `DEFAULT now()` column, a sequence advanced differently): the careful agent would fail
+`data_integrity` for the clock's sake. So at trial start, before the agent runs, main is branched
+(`StartCopy`); after the agent ran the reference SQL is applied to that branch, which is then
+captured and deleted. A branch of main is what Neon's API offers too, so this works on the cloud
+pool exactly as on the local server; the branch carries `expires_at` as a safety net.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import dataclass
+from datetime import timedelta
+
+from harness.cases import Case
+from harness.records import Snapshot
+from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.conventions import EXPECTED_PREFIX
+from harness.servers.neon.sandbox import SandboxInfo, _role_from, complete, execute_script, failure, shielded
+from harness.servers.neon.state import capture
+
+COPY_LIFETIME = timedelta(hours=2)
+
+
+@dataclass(frozen=True)
+class StartCopy:
+    """A branch of the trial's main, taken before the agent ran."""
+
+    project_id: str
+    branch_id: str
+    database: str
+    role: str
+
+
+async def copy_main(api: NeonAPI, info: SandboxInfo, label: str) -> StartCopy:
+    """Branch main as it is now (creation shielded, so a cancelled trial still knows what to delete)."""
+
+    async def create() -> StartCopy:
+        body = await api.create_branch(
+            info.project_id, parent_id=info.branch_id, name=f"{EXPECTED_PREFIX}{label}"[:60], expires_in=COPY_LIFETIME
+        )
+        role = _role_from(body) if body.get("roles") else info.role
+        return StartCopy(info.project_id, str(body["branch"]["id"]), info.database, role)
+
+    return await shielded(create)
+
+
+async def expected_from_copy(api: NeonAPI, copy: StartCopy, case: Case) -> Snapshot:
+    """The start copy with the case's reference SQL applied, captured: what main should now be."""
+    try:
+        if case.reference_sql:
+            uri = await api.connection_uri(copy.project_id, copy.branch_id, copy.database, copy.role)
+            await execute_script(uri, case.reference_sql, transaction=True)
+    except Exception as error:
+        return Snapshot(error=f"reference SQL on the start copy: {type(error).__name__}: {error}")
+    return await capture(api, copy.project_id, copy.branch_id, copy.database, copy.role)
+
+
+async def delete_copy(api: NeonAPI, copy: StartCopy) -> str | None:
+    """Delete the start copy, awaited even when the trial is being cancelled; the error, if any."""
+    task, cancelled = await complete(functools.partial(api.delete_branch, copy.project_id, copy.branch_id))
+    if cancelled:
+        raise asyncio.CancelledError()
+    error = failure(task)
+    return None if error is None else f"delete start copy {copy.branch_id}: {error!r}"
