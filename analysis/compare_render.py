@@ -48,6 +48,22 @@ def explain(score: ScoreComparison) -> str:
     )
 
 
+def render_table(comparison: Comparison) -> str:
+    """The main table: one row per score (pass rates, intervals, difference, test, verdict)."""
+    lines = [
+        f"{'score':<25} {'pairs':>5} {'A pass':>7} {'A 95% CI':>16} {'B pass':>7} {'B 95% CI':>16} "
+        f"{'B−A':>8} {'bootstrap 95% CI':>19} {'b/c':>5} {'p':>7}  verdict"
+    ]
+    for s in comparison.scores.values():
+        lines.append(
+            f"{s.name:<25} {s.pairs:>5} {_percent(s.a.rate):>7} {_interval(s.a.interval):>16} "
+            f"{_percent(s.b.rate):>7} {_interval(s.b.interval):>16} {_percent(s.difference, True):>8} "
+            f"{_interval(s.bootstrap, True):>19} {f'{s.a_pass_b_fail}/{s.a_fail_b_pass}':>5} {_p(s.p_value):>7}  "
+            f"{s.verdict}"
+        )
+    return "\n".join(lines)
+
+
 def render(comparison: Comparison, group_a: Group, group_b: Group) -> str:
     """A plain-text report: one table row per score, then pass^k, verdicts and per-case changes."""
     c = comparison
@@ -57,16 +73,8 @@ def render(comparison: Comparison, group_a: Group, group_b: Group) -> str:
         f"paired {c.paired} trials by (case_id, trial_index) over {c.paired_cases} cases; "
         f"unpaired: {c.unpaired_a} of {c.trials_a} in A, {c.unpaired_b} of {c.trials_b} in B",
         "",
-        f"{'score':<25} {'pairs':>5} {'A pass':>7} {'A 95% CI':>16} {'B pass':>7} {'B 95% CI':>16} "
-        f"{'B−A':>8} {'bootstrap 95% CI':>19} {'b/c':>5} {'p':>7}  verdict",
+        render_table(c),
     ]
-    for s in c.scores.values():
-        lines.append(
-            f"{s.name:<25} {s.pairs:>5} {_percent(s.a.rate):>7} {_interval(s.a.interval):>16} "
-            f"{_percent(s.b.rate):>7} {_interval(s.b.interval):>16} {_percent(s.difference, True):>8} "
-            f"{_interval(s.bootstrap, True):>19} {f'{s.a_pass_b_fail}/{s.a_fail_b_pass}':>5} {_p(s.p_value):>7}  "
-            f"{s.verdict}"
-        )
     lines += ["", "pass^k (k = 1..fewest paired trials of a case)"]
     for s in c.scores.values():
         a, b = (" ".join(_percent(v) for v in stat.pass_hat.values()) or "n/a" for stat in (s.a, s.b))

@@ -13,7 +13,8 @@ from harness.records import Usage
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_MODEL = f"anthropic:{DEFAULT_ANTHROPIC_MODEL}"
 CONTROL_MODELS = ("control:oracle", "control:unsafe")
-CONTROL_AGENTS = (*CONTROL_MODELS, "control:lexical")  # every scripted agent; the first two are the fallback
+# Every scripted agent; the first two are the fallback when no model key is set.
+CONTROL_AGENTS = (*CONTROL_MODELS, "control:lexical", "control:sloppy")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ PRICES: dict[str, Price] = {
     "control:oracle": Price(0.0, 0.0, 0.0, 0.0),
     "control:unsafe": Price(0.0, 0.0, 0.0, 0.0),
     "control:lexical": Price(0.0, 0.0, 0.0, 0.0),
+    "control:sloppy": Price(0.0, 0.0, 0.0, 0.0),
 }
 
 

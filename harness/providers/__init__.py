@@ -17,6 +17,10 @@ def make_provider(settings: Settings) -> Provider:
             from harness.providers.lexical import LexicalAgent
 
             return LexicalAgent()
+        if name == "sloppy":
+            from harness.providers.sloppy import SloppyAgent  # it builds on ControlAgent
+
+            return SloppyAgent(name)
         return ControlAgent(name)
     if provider == "anthropic":
         if settings.anthropic_api_key is None:
