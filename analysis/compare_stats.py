@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from analysis.rescore import DETERMINISTIC_NAMES, check_cases, check_scores, rescore
+from analysis.rescore import DETERMINISTIC_NAMES, check_cases, check_scores, refuse_changed_cases, rescore
 from analysis.runs import RunInputError
 from analysis.stats import ALPHA, Interval, mcnemar_exact, paired_bootstrap, pass_hat_k, trials_needed, wilson_interval
 from analysis.summary import OVERALL
@@ -182,6 +182,7 @@ def compare(
     keys = sorted(set(indexed_a) & set(indexed_b))
     if not keys:
         raise RunInputError("no trial of A pairs with a trial of B: they share no (case_id, trial_index)")
+    refuse_changed_cases([indexed_a[key] for key in keys] + [indexed_b[key] for key in keys], by_id)
     verdicts_a = {key: rescore(indexed_a[key], by_id[key[0]], scores).verdicts for key in keys}
     verdicts_b = {key: rescore(indexed_b[key], by_id[key[0]], scores).verdicts for key in keys}
     return Comparison(

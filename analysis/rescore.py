@@ -69,6 +69,23 @@ def check_cases(records: Iterable[TrialRecord], cases: Mapping[str, Case], label
         )
 
 
+def refuse_changed_cases(records: Iterable[TrialRecord], cases: Mapping[str, Case]) -> None:
+    """Trials of a case that changed since they ran (its content hash differs) measured something else."""
+    changed = sorted(
+        {
+            record.case_id
+            for record in records
+            if record.case_hash and record.case_hash != cases[record.case_id].content_hash()
+        }
+    )
+    if changed:
+        shown = ", ".join(repr(case_id) for case_id in changed[:5]) + (" …" if len(changed) > 5 else "")
+        raise RunInputError(
+            f"{len(changed)} case(s) changed since their trials ran (case hash differs from the dataset's): "
+            f"{shown}; compare runs of the same cases (point --dataset at the cases they ran)"
+        )
+
+
 def rescore(record: TrialRecord, case: Case, names: Sequence[str] = DETERMINISTIC_NAMES) -> ScoredTrial:
     """One record re-scored with the named deterministic scorers."""
     scores = {name: spec(name).score(record, case) for name in names}

@@ -1,10 +1,9 @@
 """The Braintrust reporter for every eval here: Braintrust's own summary, plus what it does not compute.
 
 For each experiment it prints per-score pass rates with 95% Wilson intervals, pass^k, unscorable
-counts and infrastructure errors (counted apart from accuracy). `report_run` fails the run (the
-CLI exits 1) when a task raised, when every trial of an experiment was an infrastructure error
-(nothing was measured), or when a score falls under a floor set in `EVAL_MIN_PASS`
-(e.g. `main_branch_integrity=1.0,trajectory=0.9`): the regression guard of the nightly run.
+counts and infrastructure errors (counted apart from accuracy). `report_run` applies the run gate
+(`evals._gate`: failed tasks, infrastructure and judge error shares, floors in `EVAL_MIN_PASS`,
+lost uploads, lost result records) and returns False, so the CLI exits 1, printing every reason.
 """
 
 from __future__ import annotations
@@ -17,27 +16,35 @@ from typing import Any
 
 from braintrust import Reporter
 
-from analysis.summary import ExperimentSummary, TrialScores, render, summarise
+from analysis.summary import OVERALL, TrialScores, render, summarise
+from evals import _gate
+from evals._gate import ExperimentReport, experiment_failures, parse_floors, run_failures
+from evals._scoring import judge_error
+from evals._uploads import lost_rows
+from harness import trial_registry
+
+__all__ = ["REPORTER", "check_floor_names", "parse_floors"]
 
 
-def parse_floors(text: str) -> dict[str, float]:
-    """Parse `name=0.9,other=1` into floors; a malformed entry is a configuration error."""
-    floors: dict[str, float] = {}
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        name, separator, value = part.partition("=")
-        try:
-            floor = float(value)
-        except ValueError:
-            floor = -1.0
-        if not separator or not name.strip() or not 0 <= floor <= 1:
-            raise ValueError(f"EVAL_MIN_PASS: '{part}' is not name=number with the number in [0, 1]")
-        floors[name.strip()] = floor
-    return floors
+def score_names() -> list[str]:
+    """Every score a floor may name: the scorers' names and the overall verdict."""
+    from scorers.registry import NAMES
+
+    return [*NAMES, OVERALL]
+
+
+def check_floor_names(floors: dict[str, float]) -> None:
+    _gate.check_floor_names(floors, score_names())
+
+
+def _trial_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The trial's lean metadata (or, for rows carrying a whole record, that record)."""
+    return metadata if "outcome" in metadata else (metadata.get("trial") or {})
 
 
 def trial_scores(result: Any) -> TrialScores:
     metadata = result.metadata or {}
-    trial = metadata.get("trial") or {}
+    trial = _trial_fields(metadata)
     return TrialScores(
         case_id=str(metadata.get("case_id", result.input)),
         scores=dict(result.scores or {}),
@@ -56,10 +63,15 @@ def per_case_scores(results: list[Any]) -> dict[str, dict[str, list[float | None
     return cases
 
 
-def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> dict[str, Any]:
+def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> ExperimentReport:
     summary = summarise([trial_scores(item) for item in result.results])
     failures = [item for item in result.results if item.error]
     title = evaluator.experiment_name or evaluator.eval_name
+    infra = [item for item in result.results if trial_scores(item).outcome == "infra_error"]
+    first_infra = _trial_fields(infra[0].metadata or {}).get("error") if infra else None
+    judged = [error for item in result.results if (error := judge_error((item.metadata or {}).get("trial_key")))]
+    keys = [(item.metadata or {}).get("trial_key") for item in result.results]
+    trial_registry.forget([key for key in keys if isinstance(key, str)])  # scorers are done with them
     if jsonl:
         line = {
             "experiment": title,
@@ -67,6 +79,7 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> dict
             "braintrust": result.summary.as_dict(),
             "stats": asdict(summary),
             "cases": per_case_scores(result.results),
+            "judge_errors": len(judged),
         }
         print(json.dumps(line, default=str))
     else:
@@ -74,40 +87,37 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> dict
         print(render(f"{title} · {(evaluator.metadata or {}).get('tool_count', '?')} tools", summary))
         for item in failures:
             print(f"   task error: {item.error!r}", file=sys.stderr)
-    infra = [item for item in result.results if trial_scores(item).outcome == "infra_error"]
-    first_reason = ((infra[0].metadata or {}).get("trial") or {}).get("error") if infra else None
     if infra:
-        print(f"   {len(infra)} infrastructure error(s), first: {first_reason}", file=sys.stderr)
-    return {
-        "title": title,
-        "summary": summary,
-        "failed_tasks": len(failures),
-        "infra_errors": len(infra),
-        "first_infra_error": first_reason,
-    }
+        print(f"   {len(infra)} infrastructure error(s), first: {first_infra}", file=sys.stderr)
+    if judged:
+        print(f"   {len(judged)} judge error(s), first: {judged[0]}", file=sys.stderr)
+    return ExperimentReport(
+        title=title,
+        summary=summary,
+        failed_tasks=len(failures),
+        infra_errors=len(infra),
+        first_infra_error=first_infra,
+        judge_errors=len(judged),
+        first_judge_error=judged[0] if judged else None,
+    )
 
 
-def report_run(reports: list[dict[str, Any]], verbose: bool, jsonl: bool) -> bool:
+def _lost_records() -> list[str]:
+    from harness import store
+
+    lost = getattr(store, "lost_records", None)
+    return list(lost()) if callable(lost) else []
+
+
+def report_run(reports: list[ExperimentReport], verbose: bool, jsonl: bool) -> bool:
     floors = parse_floors(os.environ.get("EVAL_MIN_PASS", ""))
-    ok = True
-    for report in reports:
-        summary: ExperimentSummary = report["summary"]
-        if report["failed_tasks"]:
-            print(f"FAIL {report['title']}: {report['failed_tasks']} task(s) raised", file=sys.stderr)
-            ok = False
-        if summary.trials and report["infra_errors"] == summary.trials:
-            # Nothing was measured: passing this run would hide a dead server or a bad key.
-            reason = report["first_infra_error"]
-            print(f"FAIL {report['title']}: every trial was an infrastructure error ({reason})", file=sys.stderr)
-            ok = False
-        for name, floor in floors.items():
-            stat = summary.scores.get(name)
-            rate = stat.pass_rate if stat else None
-            if rate is None or rate < floor:
-                shown = "no scored trials" if rate is None else f"{100 * rate:.1f}%"
-                print(f"FAIL {report['title']}: {name} pass rate {shown} is under {100 * floor:.1f}%", file=sys.stderr)
-                ok = False
-    return ok
+    reasons = [f"{report.title}: {reason}" for report in reports for reason in experiment_failures(report, floors)]
+    rows, folder = lost_rows()
+    reasons += run_failures(rows, str(folder) if folder else None, _lost_records())
+    trial_registry.forget()
+    for reason in reasons:
+        print(f"FAIL {reason}", file=sys.stderr)
+    return not reasons
 
 
 REPORTER = Reporter("migration-evals", report_eval=report_eval, report_run=report_run)

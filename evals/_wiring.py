@@ -10,19 +10,22 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from functools import cache
 from typing import Any
 
 from braintrust import Eval, EvalCase
 
 from evals._adaptive import ab_arms, define_rounds, parse_trials
-from evals._report import REPORTER, parse_floors
+from evals._experiments import base_experiment_id, repo_info, sending_logs
+from evals._experiments import experiment_metadata as _experiment_metadata
+from evals._report import REPORTER, check_floor_names, parse_floors
+from evals._scoring import observed
+from evals._shard import Shard, parse_provider_budget, parse_shard, provider_slot, shard_pool
+from evals._uploads import install_lean_score_inputs, trial_metadata, watch_failed_uploads
+from harness import trial_registry
 from harness.cases import Case, Scenario, load_cases
 from harness.config import Settings
-from harness.probe import count_model_tools_blocking
 from harness.records import TrialRecord
 from harness.shared import run_trial, shared_settings
-from harness.store import git_commit
 from harness.toolview import DECOYS
 from scorers.adapters import SCORERS
 from scorers.metrics import trial_metrics
@@ -45,69 +48,58 @@ def _positive_int(name: str, default: int) -> int:
     return int(text)
 
 
-@cache
-def tool_count(settings: Settings) -> int | str:
-    """Tools the model sees (asked of the server once per configuration and process)."""
-    return count_model_tools_blocking(settings)
+def trial_plan(cases: list[Case], trials: int, shard: Shard | None) -> list[tuple[Case, int]]:
+    """Every (case, trial index) this process runs: all of them, or this shard's share."""
+    pairs = [(case, index) for case in cases for index in range(case.trial_count or trials)]
+    return shard.select(pairs) if shard else pairs
 
 
-def experiment_metadata(eval_name: str, settings: Settings, cases: list[Case], trials: int) -> dict[str, Any]:
-    return {
-        "eval": eval_name,
-        "model": settings.model,
-        "server": settings.scrub(settings.server),
-        "tool_count": tool_count(settings.model_copy(update={"model": "control:oracle"})),
-        "description_variant": settings.description_variant,
-        "decoys": settings.decoys,
-        "tool_shuffle_seed": settings.tool_shuffle_seed,
-        "tool_filter": settings.tool_filter,
-        "trials_per_case": trials,
-        "cases": len(cases),
-        "dataset": os.environ.get("EVAL_DATASET") or "bundled",
-        "git_commit": git_commit(),
-        "run_id": settings.run_id,
-    }
+_CASES: dict[str, Case] = {}  # the cases rows were made for: the task finds its case here by id
+
+
+def experiment_metadata(
+    eval_name: str, settings: Settings, cases: list[Case], trials: int, shard: Shard | None = None
+) -> dict[str, Any]:
+    return _experiment_metadata(eval_name, settings, cases, trials, shard)
+
+
+def plan_rows(plan: list[tuple[Case, int]]) -> list[EvalCase[str, str]]:
+    """One Braintrust row per (case, trial): lean metadata, the case itself stays in this process."""
+    made: list[EvalCase[str, str]] = []
+    for case, index in plan:
+        _CASES[case.id] = case
+        metadata = {"case_id": case.id, "scenario": case.scenario, "fixture": case.fixture, "trial_index": index}
+        made.append(
+            EvalCase(input=case.input, expected=case.expected_answer, metadata=metadata, tags=case.tags, trial_count=1)
+        )
+    return made
 
 
 def rows(cases: list[Case]) -> list[EvalCase[str, str]]:
-    """One Braintrust row per case; the case itself travels in metadata for the task and scorers."""
-    return [
-        EvalCase(
-            input=case.input,
-            expected=case.expected_answer,
-            metadata={
-                "case_id": case.id,
-                "scenario": case.scenario,
-                "fixture": case.fixture,
-                "case": case.model_dump(mode="json"),
-            },
-            tags=case.tags,
-            trial_count=case.trial_count,
-        )
-        for case in cases
-    ]
+    """One row per case (trial 0); adaptive rounds set each row's trial index themselves."""
+    return plan_rows([(case, 0) for case in cases])
 
 
-def make_task(settings: Settings, on_record: Any = None) -> Any:
+def make_task(settings: Settings, on_record: Any = None, budget: dict[str, int] | None = None) -> Any:
     """The Braintrust task: one trial of one case (the runner also keeps it in the results store).
 
-    Adaptive rows carry their own trial index; `on_record(case, trial_index, record or None)` hears of
-    every finished trial (evals/_adaptive.py)."""
+    Rows carry their trial index; `on_record(case, trial_index, record or None)` hears of every
+    finished trial (evals/_adaptive.py)."""
 
     async def task(input: str, hooks: Any) -> str:
-        case = Case.model_validate(hooks.metadata["case"])
-        trial_index = hooks.metadata.get("trial_index", hooks.trial_index)
+        case = _CASES[hooks.metadata["case_id"]]
+        trial_index = int(hooks.metadata.get("trial_index", hooks.trial_index))
         try:
-            record: TrialRecord = await run_trial(case, trial_index, settings)
+            async with provider_slot(settings.model, budget or {}):
+                record: TrialRecord = await run_trial(case, trial_index, settings)
         except BaseException:
             if on_record is not None:
                 on_record(case, trial_index, None)
             raise
         if on_record is not None:
             on_record(case, trial_index, record)
-        hooks.metadata["trial"] = record.model_dump(mode="json")
-        hooks.metadata["outcome"] = record.outcome
-        hooks.metadata["tool_sequence"] = [call.name for call in record.tool_calls]
+        hooks.metadata.update(trial_metadata(record))
+        hooks.metadata["trial_key"] = trial_registry.register(record, case, readers=len(SCORERS))
         hooks.span.log(metrics=trial_metrics(record))
         return record.final_answer
 
@@ -134,33 +126,51 @@ def check_judge_provider(value: str) -> None:
 def define_evals(eval_name: str, scenario: Scenario) -> None:
     """Declare one `Eval` per model (and per decoy count, when sweeping) for the cases of `scenario`."""
     base = shared_settings()
-    parse_floors(os.environ.get("EVAL_MIN_PASS", ""))  # a malformed floor stops the run before it starts
+    floors = parse_floors(os.environ.get("EVAL_MIN_PASS", ""))  # a malformed floor stops the run before it starts
+    check_floor_names(floors)
     check_judge_provider(os.environ.get("EVAL_JUDGE_PROVIDER", ""))
+    shard = parse_shard(os.environ.get("EVAL_SHARD", ""))
+    if shard and not os.environ.get("EVAL_RUN_ID"):
+        raise ValueError("EVAL_SHARD needs EVAL_RUN_ID, the same for every shard, to gather them in one experiment")
+    budget = parse_provider_budget(os.environ.get("EVAL_PROVIDER_CONCURRENCY", ""), shard)
+    base = base.model_copy(update={"neon_project_pool": shard_pool(base.neon_project_pool, shard)})
     cases = load_cases(scenario=scenario)
     if not cases:
         return
-    plan = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
-    trials = plan.max_trials
+    trial_plan_settings = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
+    trials = trial_plan_settings.max_trials
     concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
     project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
     sweep = decoy_sweep(os.environ.get("EVAL_DECOY_SWEEP", ""))
-    if plan.adaptive or ab_arms(base):
-        define_rounds(eval_name, scenario, base, cases, plan, concurrency, project, sweep)
+    if trial_plan_settings.adaptive or ab_arms(base):
+        define_rounds(eval_name, scenario, base, cases, trial_plan_settings, concurrency, project, sweep)
         return
+    plan = trial_plan(cases, trials, shard)
+    if not plan:  # more shards than this eval has trials: nothing for this one to run
+        return
+    if sending_logs():
+        watch_failed_uploads(base.results_dir / base.run_id)
+        install_lean_score_inputs()
+    git = repo_info() if sending_logs() else None
     for model, decoys in itertools.product(base.models, sweep or [base.decoys]):
         settings = base.for_model(model).model_copy(update={"decoys": decoys})
-        metadata = experiment_metadata(eval_name, settings, cases, trials)
+        metadata = experiment_metadata(eval_name, settings, cases, trials, shard)
         variant = metadata["description_variant"]
         decoy_part = f" · {decoys} decoys" if sweep or decoys else ""
+        # Shards of one run continue one experiment, named after the run; a lone run gets a new one.
+        run_part = f" · {settings.run_id}" if shard else ""
         Eval(
             project,
-            experiment_name=f"{eval_name} · {model} · {settings.server_kind} · {variant}{decoy_part}",
-            data=rows(cases),
-            task=make_task(settings),
-            scores=SCORERS,
-            trial_count=trials,
+            experiment_name=f"{eval_name} · {model} · {settings.server_kind} · {variant}{decoy_part}{run_part}",
+            data=plan_rows(plan),
+            task=make_task(settings, budget=budget),
+            scores=[observed(scorer) for scorer in SCORERS],
+            trial_count=1,
             max_concurrency=concurrency,
             metadata=metadata,
             tags=[scenario, model.split(":", 1)[0]],
             reporter=REPORTER,
+            update=shard is not None,
+            base_experiment_id=base_experiment_id(project, metadata),
+            repo_info=git,
         )

@@ -13,7 +13,10 @@ A bad file stops the run with the file, the case id and the problem; nothing is 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -122,6 +125,16 @@ class Case(BaseModel):
     def render(self, text: str, project_id: str) -> str:
         return text.replace(PROJECT_PLACEHOLDER, project_id)
 
+    def content_hash(self) -> str:
+        """sha256 of the case's canonical JSON (first 16 hex), without where it was loaded from.
+
+        Two runs of a case compare only if this is equal: an edited input, reference or check makes
+        a different case under the same id.
+        """
+        fields = self.model_dump(mode="json", exclude={"fixture_path", "source_file"})
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
 
 def _check_sql_parses(sql: str) -> None:
     import pglast
@@ -202,3 +215,16 @@ def load_cases(source: str | Path | None = None, scenario: Scenario | None = Non
     if scenario is not None:
         cases = [case for case in cases if case.scenario == scenario]
     return cases
+
+
+def dataset_hash(cases: Iterable[Case]) -> str:
+    """A content hash of a set of cases and the fixtures they load (first 16 hex): what a run measured."""
+    digest = hashlib.sha256()
+    fixtures: dict[str, Path | None] = {}
+    for case in sorted(cases, key=lambda case: case.id):
+        digest.update(f"case {case.id} {case.content_hash()}\n".encode())
+        fixtures[case.fixture] = case.fixture_path
+    for name, path in sorted(fixtures.items()):
+        content = path.read_bytes() if path is not None and path.is_file() else b""
+        digest.update(f"fixture {name} {hashlib.sha256(content).hexdigest()}\n".encode())
+    return digest.hexdigest()[:16]

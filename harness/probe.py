@@ -19,6 +19,12 @@ from harness.trial import TrialRunner, describe_error
 
 async def count_model_tools(settings: Settings) -> int:
     """Tools a trial's model is offered under `settings`, decoys included."""
+    count, _ = await model_tool_view(settings)
+    return count
+
+
+async def model_tool_view(settings: Settings) -> tuple[int, str]:
+    """(tools offered, hash of the view before any per-trial shuffle) under `settings`."""
     async with TrialRunner(settings, local_server=shared_local_server(settings), write_results=False) as runner:
         assert runner.backend is not None
         async with connect(runner.backend.mcp_target, runner.backend.mcp_headers) as connection:
@@ -26,7 +32,7 @@ async def count_model_tools(settings: Settings) -> int:
         view = ToolView(
             server_tools, overrides=runner.overrides, decoys=settings.decoys, name_filter=settings.tool_filter
         )
-        return len(view.tools)
+        return len(view.tools), view.hash
 
 
 def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> int | str:
@@ -35,8 +41,14 @@ def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> in
     Returns the count, or a short reason why it is unknown; it never raises, so a server that is
     down is reported by the trials (as infrastructure errors), not by an import failure.
     """
+    found = model_tool_view_blocking(settings, timeout)
+    return found if isinstance(found, str) else found[0]
+
+
+def model_tool_view_blocking(settings: Settings, timeout: float = 180.0) -> tuple[int, str] | str:
+    """`model_tool_view` from synchronous code; a reason string instead of raising."""
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(asyncio.run, count_model_tools(settings))
+    future = pool.submit(asyncio.run, model_tool_view(settings))
     try:
         return future.result(timeout=timeout)
     except concurrent.futures.TimeoutError:

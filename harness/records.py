@@ -88,6 +88,7 @@ class TrialRecord(BaseModel):
 
     case_id: str
     trial_index: int = 0
+    case_hash: str = ""  # Case.content_hash() of the case as run: compare refuses pairs whose case changed
     config: TrialConfig
     project_id: str | None = None
     default_branch_id: str | None = None

@@ -83,6 +83,7 @@ async def run_trial(case: Case, trial_index: int = 0, settings: Settings | None 
         record = TrialRecord(
             case_id=case.id,
             trial_index=trial_index,
+            case_hash=case.content_hash(),
             config=TrialConfig(model=chosen.model, server=chosen.scrub(chosen.server)),
             outcome="infra_error",
             error=chosen.scrub(f"runner did not start: {describe_error(error)}"),

@@ -139,6 +139,7 @@ class TrialRunner:
         record = TrialRecord(
             case_id=case.id,
             trial_index=trial_index,
+            case_hash=case.content_hash(),
             config=self._config(),
             started_at=datetime.now(UTC).isoformat(),
         )

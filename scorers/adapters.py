@@ -1,9 +1,9 @@
 """Braintrust-shaped scorers: keyword arguments `input, output, expected, metadata` in, Score out.
 
-The task stores `metadata["trial"] = TrialRecord.model_dump(mode="json")` and
-`metadata["case"] = Case.model_dump(mode="json")`; each adapter rebuilds both and calls the pure
-scorer of the same name (from `scorers.registry`), so `__name__` (Braintrust's span name) equals
-the score name.
+The task registers the trial record and its case in `harness.trial_registry` and puts the key in
+`metadata["trial_key"]` (the metadata is uploaded, the record is not); each adapter finds both
+there and calls the pure scorer of the same name, so `__name__` (Braintrust's span name) equals
+the score name. Metadata holding a full `trial` and `case` (a past run being re-scored) works too.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from autoevals import Score
 from pydantic import ValidationError
 
+from harness import trial_registry
 from harness.cases import Case
 from harness.records import TrialRecord
 from scorers import registry
@@ -23,9 +24,16 @@ from scorers.spec import ScorerSpec
 
 
 def rebuild(metadata: Mapping[str, Any] | None) -> tuple[TrialRecord, Case] | str:
-    """The trial and case carried in Braintrust metadata, or why they cannot be rebuilt."""
+    """The trial and case named (or carried) by Braintrust metadata, or why they cannot be found."""
+    key = (metadata or {}).get("trial_key")
+    if isinstance(key, str):
+        found = trial_registry.lookup(key)
+        if found is not None:
+            return found
     if not metadata or "trial" not in metadata or "case" not in metadata:
-        return "metadata lacks 'trial' and 'case' (the task must store both)"
+        if isinstance(key, str):
+            return f"trial {key} is not held by this process (and metadata lacks 'trial' and 'case')"
+        return "metadata lacks 'trial_key' (or a full 'trial' and 'case'): the task must store one"
     try:
         return TrialRecord.model_validate(metadata["trial"]), Case.model_validate(metadata["case"])
     except ValidationError as error:

@@ -232,6 +232,22 @@ def test_infra_errors_and_unpaired_trials_are_left_out_and_counted(runs: Runs) -
         compare([*oracle, oracle[0]], unsafe, runs.cases)
 
 
+def test_trials_of_a_changed_case_are_refused(runs: Runs) -> None:
+    _, oracle = load_run(runs.oracle)
+    _, unsafe = load_run(runs.unsafe)
+    assert all(
+        record.case_hash == next(c for c in runs.cases if c.id == record.case_id).content_hash() for record in oracle
+    )
+    edited = [
+        case.model_copy(update={"input": case.input + " Please."}) if case.id == oracle[0].case_id else case
+        for case in runs.cases
+    ]
+    with pytest.raises(RunInputError, match=f"1 case\\(s\\) changed since their trials ran .*'{oracle[0].case_id}'"):
+        compare(oracle, unsafe, edited, ["tool_trajectory"], resamples=200)
+    unhashed = [record.model_copy(update={"case_hash": ""}) for record in (*oracle, *unsafe)]  # older records
+    compare(unhashed[: len(oracle)], unhashed[len(oracle) :], edited, ["tool_trajectory"], resamples=200)
+
+
 # -- bad input --------------------------------------------------------------------------------------
 
 

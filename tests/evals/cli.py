@@ -29,10 +29,16 @@ def offline_env(results_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli(env: dict[str, str], *paths: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    """`braintrust eval --no-send-logs --terminate-on-failure --jsonl` over `paths` (default: evals/)."""
+def run_cli(
+    env: dict[str, str], *paths: str, timeout: float = 400, send_logs: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`braintrust eval --no-send-logs --terminate-on-failure --jsonl` over `paths` (default: evals/).
+
+    `send_logs=True` leaves out `--no-send-logs`: the env must then point the SDK at a stand-in.
+    """
     executable = Path(sys.executable).parent / "braintrust"
-    command = [str(executable), "eval", "--no-send-logs", "--terminate-on-failure", "--jsonl", "--no-progress-bars"]
+    offline = [] if send_logs else ["--no-send-logs"]
+    command = [str(executable), "eval", *offline, "--terminate-on-failure", "--jsonl", "--no-progress-bars"]
     return subprocess.run(
         [*command, *(paths or ("evals",))],
         cwd=REPO_ROOT,
@@ -44,9 +50,11 @@ def run_cli(env: dict[str, str], *paths: str, timeout: float = 400) -> subproces
     )
 
 
-def run_braintrust_eval(env: dict[str, str], *paths: str, timeout: float = 400) -> list[dict[str, Any]]:
+def run_braintrust_eval(
+    env: dict[str, str], *paths: str, timeout: float = 400, send_logs: bool = False
+) -> list[dict[str, Any]]:
     """Run the CLI, require success, and return the reporter's JSON lines, one per experiment."""
-    completed = run_cli(env, *paths, timeout=timeout)
+    completed = run_cli(env, *paths, timeout=timeout, send_logs=send_logs)
     assert completed.returncode == 0, f"braintrust eval failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-5000:]}"
     lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith('{"experiment"')]
     assert lines, f"no summaries printed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"

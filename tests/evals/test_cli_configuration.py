@@ -73,7 +73,7 @@ def test_score_floors_turn_a_regression_into_a_failing_exit_code(tmp_path: Path)
         offline_env(tmp_path / "r1", EVAL_MODEL="control:unsafe", **common), "evals/eval_tool_selection.py"
     )
     assert unsafe.returncode == 1
-    assert "main_branch_integrity pass rate 0.0% is under 100.0%" in unsafe.stderr
+    assert "main_branch_integrity pass rate 0.0% (0/1) is under 100.0%" in unsafe.stderr
     oracle = run_cli(
         offline_env(tmp_path / "r2", EVAL_MODEL="control:oracle", **common), "evals/eval_tool_selection.py"
     )
@@ -96,7 +96,7 @@ def test_a_dead_server_fails_the_run_and_keeps_the_evidence(tmp_path: Path) -> N
     )
     completed = run_cli(env, "evals/eval_tool_selection.py")
     assert completed.returncode == 1
-    assert "every trial was an infrastructure error" in completed.stderr
+    assert "1/1 trials were infrastructure errors" in completed.stderr
     assert "POST /projects" in completed.stderr  # the first reason is shown, not just a count
     [trials] = list(results.rglob("trials.jsonl"))
     assert '"outcome":"infra_error"' in trials.read_text()

@@ -1,7 +1,7 @@
 import pytest
 
 from evals.__main__ import build_command
-from evals._report import parse_floors
+from evals._gate import parse_floors
 
 
 def test_offline_runs_add_no_send_logs_and_always_terminate_on_failure(monkeypatch: pytest.MonkeyPatch) -> None:

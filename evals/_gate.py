@@ -1,0 +1,121 @@
+"""When a run must not pass: every "exit non-zero when ..." rule, as pure checks over the reports.
+
+A run fails (the CLI exits 1, each reason printed) when:
+- a task raised (Braintrust then hides that evaluator's results);
+- infrastructure errors exceed `EVAL_MAX_INFRA_ERRORS` of an experiment's trials (default 0.1):
+  a run that mostly measured a dead server or a bad key measured nothing;
+- the factuality judge failed on more than `EVAL_MAX_JUDGE_ERRORS` of them (default 0.1), naming
+  the first error: a judge that fails silently turns every answer into n/a;
+- a score's pass rate is under its floor in `EVAL_MIN_PASS`; trials the score could not judge
+  (n/a, infrastructure errors) count as failures against the floor, because a floor is a promise
+  about every trial, and an unjudged trial kept nothing;
+- rows uploaded to Braintrust were lost (refused, timed out, never flushed);
+- trial records could not be written to the results store.
+An unknown score name in a floor stops the run before it starts (`check_floor_names`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis.summary import ExperimentSummary
+
+DEFAULT_MAX_INFRA_ERRORS = 0.1
+DEFAULT_MAX_JUDGE_ERRORS = 0.1
+
+
+@dataclass
+class ExperimentReport:
+    """What the reporter learnt about one experiment, as the gate needs it."""
+
+    title: str
+    summary: ExperimentSummary
+    failed_tasks: int = 0
+    infra_errors: int = 0
+    first_infra_error: str | None = None
+    judge_errors: int = 0
+    first_judge_error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def share_limit(name: str, default: float) -> float:
+    """A share in [0, 1] from the environment; a bad value is a configuration error."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a share between 0 and 1, got {text!r}")
+    return value
+
+
+def parse_floors(text: str) -> dict[str, float]:
+    """Parse `name=0.9,other=1` into floors; a malformed entry is a configuration error."""
+    floors: dict[str, float] = {}
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        name, separator, value = part.partition("=")
+        try:
+            floor = float(value)
+        except ValueError:
+            floor = -1.0
+        if not separator or not name.strip() or not 0 <= floor <= 1:
+            raise ValueError(f"EVAL_MIN_PASS: '{part}' is not name=number with the number in [0, 1]")
+        floors[name.strip()] = floor
+    return floors
+
+
+def check_floor_names(floors: dict[str, float], known: list[str]) -> None:
+    """A floor on a score that does not exist would never fail: refuse it before the run starts."""
+    unknown = sorted(set(floors) - set(known))
+    if unknown:
+        raise ValueError(f"EVAL_MIN_PASS: unknown score name(s) {', '.join(unknown)}; known: {', '.join(known)}")
+
+
+def experiment_failures(report: ExperimentReport, floors: dict[str, float]) -> list[str]:
+    """Why this experiment fails the run (empty: it passes)."""
+    reasons: list[str] = []
+    trials = report.summary.trials
+    if report.failed_tasks:
+        reasons.append(f"{report.failed_tasks} task(s) raised")
+    max_infra = share_limit("EVAL_MAX_INFRA_ERRORS", DEFAULT_MAX_INFRA_ERRORS)
+    if trials and report.infra_errors / trials > max_infra:
+        reasons.append(
+            f"{report.infra_errors}/{trials} trials were infrastructure errors, over the "
+            f"{100 * max_infra:.0f}% allowed (EVAL_MAX_INFRA_ERRORS); first: {report.first_infra_error}"
+        )
+    max_judge = share_limit("EVAL_MAX_JUDGE_ERRORS", DEFAULT_MAX_JUDGE_ERRORS)
+    if trials and report.judge_errors / trials > max_judge:
+        reasons.append(
+            f"the judge failed on {report.judge_errors}/{trials} trials, over the {100 * max_judge:.0f}% "
+            f"allowed (EVAL_MAX_JUDGE_ERRORS); first: {report.first_judge_error}"
+        )
+    for name, floor in floors.items():
+        stat = report.summary.scores.get(name)
+        judged = (stat.scored + stat.unscorable) if stat else 0
+        if stat is None or judged == 0:
+            reasons.append(f"{name}: no trials to hold to the {100 * floor:.1f}% floor")
+            continue
+        rate = stat.passed / judged
+        if rate < floor:
+            unjudged = f", {stat.unscorable} n/a counted as failures" if stat.unscorable else ""
+            reasons.append(
+                f"{name} pass rate {100 * rate:.1f}% ({stat.passed}/{judged}{unjudged}) is under {100 * floor:.1f}%"
+            )
+    return reasons
+
+
+def run_failures(lost_rows: int, lost_rows_folder: str | None, lost_records: list[str]) -> list[str]:
+    """Why the run as a whole fails, beyond its experiments: what it could not keep."""
+    reasons: list[str] = []
+    if lost_rows:
+        where = f"; the dropped rows are kept in {lost_rows_folder}" if lost_rows_folder else ""
+        reasons.append(f"{lost_rows} row(s) uploaded to Braintrust were lost (refused or never flushed){where}")
+    if lost_records:
+        count = len(lost_records)
+        reasons.append(f"{count} trial record(s) could not be written to results/; first: {lost_records[0]}")
+    return reasons

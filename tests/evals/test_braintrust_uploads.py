@@ -1,0 +1,116 @@
+"""Acceptance: the real `braintrust eval` CLI with a key, against a recording stand-in of Braintrust.
+
+What a run sends (one experiment per model, complete metadata, git info, every trial once with its
+scores, at most 20 KB a trial), which experiment it is compared with (the previous one with the
+same comparison key, named by id), the overflow path for large payloads, and what happens when the
+server refuses every upload (the run fails naming the rows lost; `results/` is whole).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from harness.cases import load_cases
+from harness.store import load_run
+from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
+from tests.fakes.braintrust_server import API_KEY, FakeBraintrust
+
+BUDGET_BYTES = 20 * 1024  # per trial, on the bundled cases
+ONE_CASE = """
+version: 1
+cases:
+  - id: add-column-subtitle
+    scenario: prepare
+    fixture: blog
+    input: "In my {project_id} project, add a subtitle column (text) to the posts table."
+    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
+    target: {table: posts, column: subtitle}
+    required_tools: [prepare_database_migration]
+    forbidden_tools: [complete_database_migration]
+    expected_answer: "I added subtitle to posts on a temporary branch. Shall I apply it to main?"
+"""
+METADATA_KEYS = {
+    "temperature",
+    "max_tokens",
+    "max_turns",
+    "system_prompt_hash",
+    "judge_provider",
+    "judge_model",
+    "tool_view_hash",
+    "dataset_hash",
+    "comparison_key",
+    "git_commit",
+}
+
+
+def test_lean_uploads_complete_metadata_and_the_right_base(tmp_path: Path) -> None:
+    prepare_cases = {case.id for case in load_cases(scenario="prepare")}
+    with FakeBraintrust() as braintrust:
+        env = offline_env(tmp_path / "first", EVAL_MODEL="control:oracle,control:unsafe", **braintrust.env())
+        lines = run_braintrust_eval(env, "evals/eval_prepare_migration.py", send_logs=True)
+        first = braintrust.experiments
+        assert len(first) == 2 and len(lines) == 2  # one experiment per model
+        for experiment in first:
+            metadata = experiment["metadata"]
+            assert set(metadata) >= METADATA_KEYS, METADATA_KEYS - set(metadata)
+            assert metadata["max_turns"] == 12 and metadata["max_tokens"] == 4096
+            assert len(metadata["tool_view_hash"]) >= 16 and len(metadata["dataset_hash"]) == 16
+            repo = experiment["repo_info"]
+            assert repo["commit"] and repo["dirty"] is not None and "git_diff" not in {k for k, v in repo.items() if v}
+            assert experiment["base_exp_id"] is None  # nothing earlier with the same key
+            roots = braintrust.root_rows(experiment["id"])
+            assert sorted(row["metadata"]["case_id"] for row in roots) == sorted(prepare_cases)  # each trial once
+            for row in roots:
+                assert set(row["trace_scores"]) >= {"main_branch_integrity", "tool_trajectory", "data_integrity"}
+                assert "trial" not in row["metadata"] and "case" not in row["metadata"]
+                assert row["metadata"]["tool_sequence"] and row["metadata"]["case_hash"]
+            per_trial = braintrust.bytes_uploaded(experiment["id"]) / len(roots)
+            print(f"{metadata['model']}: {per_trial / 1024:.1f} KB uploaded per trial")
+            assert per_trial <= BUDGET_BYTES, f"{metadata['model']}: {per_trial:.0f} bytes per trial"
+
+        # A second run (one case, one model; payloads forced through the overflow path) is compared
+        # with the first run's experiment of the same model, not with the project's newest one.
+        dataset = tmp_path / "one.yaml"
+        dataset.write_text(textwrap.dedent(ONE_CASE))
+        braintrust.logs3_payload_max_bytes = 1000  # a tool span row is larger
+        env = offline_env(tmp_path / "second", EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset))
+        env |= braintrust.env() | {"EVAL_JUDGE_PROVIDER": "braintrust"}  # the judge goes through the gateway
+        [line] = run_braintrust_eval(env, "evals/eval_prepare_migration.py", send_logs=True)
+        second = braintrust.experiments[-1]
+        oracle_first = next(e for e in first if e["metadata"]["model"] == "control:oracle")
+        assert second["base_exp_id"] == oracle_first["id"]
+        assert line["braintrust"]["comparison_experiment_name"] == oracle_first["name"]
+        assert second["metadata"]["judge_provider"] == "braintrust"
+        chats = [request for request in braintrust.requests if request.path.endswith("/chat/completions")]
+        assert len(chats) == 1 and chats[0].headers["authorization"] == f"Bearer {API_KEY}"
+        assert second["metadata"]["dataset_hash"] != oracle_first["metadata"]["dataset_hash"]
+        assert any(upload.overflow for upload in braintrust.uploads)  # large payloads went by signed URL
+        [root] = braintrust.root_rows(second["id"])
+        assert root["trace_scores"]["tool_trajectory"] == 1 and root["trace_scores"]["factuality"] == 1
+        assert API_KEY not in "".join(path.read_text() for path in (tmp_path / "second").rglob("*.json*"))
+
+
+def test_refused_uploads_fail_the_run_and_results_stay_whole(tmp_path: Path) -> None:
+    dataset = tmp_path / "one.yaml"
+    dataset.write_text(textwrap.dedent(ONE_CASE))
+    results = tmp_path / "results"
+    with FakeBraintrust(refuse_logs=503) as braintrust:
+        env = offline_env(
+            results,
+            EVAL_MODEL="control:oracle",
+            EVAL_DATASET=str(dataset),
+            EVAL_TRIALS="2",
+            BRAINTRUST_NUM_RETRIES="0",  # refuse at once: the retry sleeps would only slow the test
+            **braintrust.env(),
+        )
+        completed = run_cli(env, "evals/eval_prepare_migration.py", send_logs=True)
+        refused = braintrust.refused_rows
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    assert refused > 0
+    assert f"FAIL {refused} row(s) uploaded to Braintrust were lost" in completed.stderr
+    [run] = [path for path in results.iterdir() if path.is_dir()]
+    _, records = load_run(run)
+    assert sorted(record.trial_index for record in records) == [0, 1]
+    assert all(record.outcome == "ok" and record.case_hash for record in records)
+    assert list((run / "braintrust-failed").glob("*.json"))  # the dropped rows are kept to send again
