@@ -29,6 +29,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8787, help="0 picks a free port")
     parser.add_argument("--token", default=None, help="bearer token required on /mcp and /api/v2 (or LOCALNEON_TOKEN)")
     parser.add_argument("--descriptions", default=None, help="YAML file overriding tool descriptions")
+    parser.add_argument(
+        "--surface",
+        default=None,
+        help="a snapshot file (python -m localneon.snapshot) whose descriptions and annotations the tools wear "
+        "(or LOCALNEON_SURFACE)",
+    )
     parser.add_argument("--flat-params", action="store_true", help="flat tool arguments instead of {'params': {...}}")
     parser.add_argument("--ready-file", default=None, help="http mode: write a JSON file with the URLs once listening")
     grant = parser.add_argument_group(
@@ -49,7 +55,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     grant = Grant(
         project_id=args.project_id or None, categories=parse_categories(args.category), read_only=args.readonly
     )
-    return Settings(flat_params=args.flat_params, descriptions=args.descriptions, grant=grant)
+    surface = args.surface or os.environ.get("LOCALNEON_SURFACE") or None
+    return Settings(flat_params=args.flat_params, descriptions=args.descriptions, grant=grant, surface=surface)
 
 
 def write_ready_file(path: str, url: str) -> None:
@@ -102,6 +109,14 @@ async def serve_http(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    surface = args.surface or os.environ.get("LOCALNEON_SURFACE")
+    if surface:
+        from localneon.surface import Surface, SurfaceError
+
+        try:
+            Surface.load(surface)
+        except SurfaceError as exc:
+            sys.exit(f"localneon: --surface: {exc}")
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="localneon %(levelname)s %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve_stdio if args.transport == "stdio" else serve_http, args)

@@ -24,6 +24,7 @@ from psycopg import sql
 from localneon import ids
 from localneon.catalog import LOCAL_ORG_ID, Branch, Catalog, Database, Endpoint, Operation, Project
 from localneon.errors import Conflict, InvalidRequest, LocalNeonError, NotFound
+from localneon.locks import ROLE_COMMENT_PREFIX, creating, deleting
 from localneon.pg import Cluster, find_pg_dump, get_cluster, server_major
 
 DEFAULT_BRANCH = "main"
@@ -158,7 +159,10 @@ class Neon:
         branch = Branch(ids.branch_id(), project_id, branch_name, None, True, started, started, None, None)
         endpoint = Endpoint(ids.endpoint_id(), project_id, branch.id, started, started)
         pg_name = _physical_name(database_name)
-        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
+        with (
+            psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin,
+            creating(admin, project_id),
+        ):
             try:
                 admin.execute(
                     sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} NOSUPERUSER NOCREATEDB NOCREATEROLE").format(
@@ -168,6 +172,12 @@ class Neon:
             except psycopg.errors.DuplicateObject as exc:
                 raise Conflict(f"role {role!r} already exists") from exc
             try:
+                # The comment marks the role as ours, so ``localneon.gc`` can find it if orphaned.
+                admin.execute(
+                    sql.SQL("COMMENT ON ROLE {} IS {}").format(
+                        sql.Identifier(role), sql.Literal(ROLE_COMMENT_PREFIX + project_id)
+                    )
+                )
                 admin.execute(
                     sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(pg_name), sql.Identifier(role))
                 )
@@ -197,14 +207,17 @@ class Neon:
         return Created(project, branch, self.catalog.databases(branch.id), [endpoint], ops)
 
     def delete_project(self, project_id: str) -> Project:
-        """Drop every branch database and the project role, then forget the project."""
-        project = self.project(project_id)
-        databases = self.catalog.project_databases(project_id)
-        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
-            for db in databases:
+        """Drop every branch database and the project role, then forget the project.
+
+        Holds the project's lock exclusively: branch creations in flight finish first (their
+        databases are then in the catalog and dropped here), and later ones find no project.
+        """
+        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin, deleting(admin, project_id):
+            project = self.project(project_id)
+            for db in self.catalog.project_databases(project_id):
                 admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db.pg_name)))
             self.catalog.delete_project_row(project_id)
-            # If the role still owns objects elsewhere it stays behind; the project itself is gone.
+            # If the role still owns objects elsewhere it stays behind (``localneon.gc`` finds it).
             with contextlib.suppress(psycopg.Error):
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(project.role_name)))
         return project
@@ -244,8 +257,22 @@ class Neon:
         expires_at: datetime | None = None,
     ) -> Created:
         """A child branch whose databases are copies of the parent's at this moment."""
+        with (
+            psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin,
+            creating(admin, project_id),
+        ):
+            return self._create_branch(admin, project_id, parent_ref, name, expires_at)
+
+    def _create_branch(
+        self,
+        admin: psycopg.Connection[Any],
+        project_id: str,
+        parent_ref: str | None,
+        name: str | None,
+        expires_at: datetime | None,
+    ) -> Created:
         started = datetime.now(UTC)
-        project = self.project(project_id)
+        project = self.project(project_id)  # looked up under the lock: a deleted project stays deleted
         parent = self.branch(project_id, parent_ref)
         new_id = ids.branch_id()
         name = name or new_id
@@ -257,37 +284,36 @@ class Neon:
         branch = Branch(new_id, project_id, name, parent.id, False, started, started, expires_at, None)
         endpoint = Endpoint(ids.endpoint_id(), project_id, new_id, started, started)
         clones: list[tuple[Database, str]] = []
-        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
-            try:
-                for db in self.catalog.databases(parent.id):
-                    dest = _physical_name(db.name)
-                    self._clone(admin, db.pg_name, dest, project.role_name)
-                    clones.append((db, dest))
-                with self.catalog.connect() as conn:
-                    try:
-                        self.catalog.insert_branch(conn, branch)
-                    except psycopg.errors.UniqueViolation as exc:
-                        raise Conflict(f"branch {name!r} already exists in project {project_id}") from exc
-                    for db, dest in clones:
-                        self.catalog.insert_database(conn, new_id, db.name, dest, db.owner_name)
-                    self.catalog.insert_endpoint(conn, endpoint)
-                    ops = [
-                        self.catalog.record_operation(
-                            project_id, "create_branch", branch_id=new_id, started=started, conn=conn
-                        ),
-                        self.catalog.record_operation(
-                            project_id,
-                            "start_compute",
-                            branch_id=new_id,
-                            endpoint_id=endpoint.id,
-                            started=started,
-                            conn=conn,
-                        ),
-                    ]
-            except BaseException:
-                for _, dest in clones:
-                    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dest)))
-                raise
+        try:
+            for db in self.catalog.databases(parent.id):
+                dest = _physical_name(db.name)
+                self._clone(admin, db.pg_name, dest, project.role_name)
+                clones.append((db, dest))
+            with self.catalog.connect() as conn:
+                try:
+                    self.catalog.insert_branch(conn, branch)
+                except psycopg.errors.UniqueViolation as exc:
+                    raise Conflict(f"branch {name!r} already exists in project {project_id}") from exc
+                for db, dest in clones:
+                    self.catalog.insert_database(conn, new_id, db.name, dest, db.owner_name)
+                self.catalog.insert_endpoint(conn, endpoint)
+                ops = [
+                    self.catalog.record_operation(
+                        project_id, "create_branch", branch_id=new_id, started=started, conn=conn
+                    ),
+                    self.catalog.record_operation(
+                        project_id,
+                        "start_compute",
+                        branch_id=new_id,
+                        endpoint_id=endpoint.id,
+                        started=started,
+                        conn=conn,
+                    ),
+                ]
+        except BaseException:
+            for _, dest in clones:
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dest)))
+            raise
         return Created(project, branch, self.catalog.databases(new_id), [endpoint], ops)
 
     def delete_branch(self, project_id: str, branch_ref: str) -> tuple[Branch, list[Operation]]:
@@ -348,7 +374,11 @@ class Neon:
         )
         backup_dbs: list[tuple[str, str, str]] = []
         new_dbs: list[tuple[str, str, str]] = []
-        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
+        with (
+            psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin,
+            creating(admin, project_id),
+        ):
+            self.project(project_id)  # still there, now that deleting it has to wait for us
             for db in source_dbs:
                 tmp = _physical_name(db.name)
                 self._clone(admin, db.pg_name, tmp, project.role_name)
@@ -362,22 +392,26 @@ class Neon:
                 )
             for leftover in target_dbs.values():
                 self._retire(admin, leftover, backup_dbs if preserve_under_name else None)
-        with self.catalog.connect() as conn:
-            for name in target_dbs:
-                conn.execute("DELETE FROM databases WHERE branch_id = %s AND name = %s", (branch.id, name))
-            for name, pg_name, owner in new_dbs:
-                self.catalog.insert_database(conn, branch.id, name, pg_name, owner)
-            conn.execute("UPDATE branches SET last_reset_at = now(), updated_at = now() WHERE id = %s", (branch.id,))
-            ops = [self.catalog.record_operation(project_id, "create_timeline", branch_id=branch.id, conn=conn)]
-            if preserve_under_name:
-                self.catalog.insert_branch(conn, backup)
-                for name, pg_name, owner in backup_dbs:
-                    self.catalog.insert_database(conn, backup.id, name, pg_name, owner)
+            with self.catalog.connect() as conn:
+                for name in target_dbs:
+                    conn.execute("DELETE FROM databases WHERE branch_id = %s AND name = %s", (branch.id, name))
+                for name, pg_name, owner in new_dbs:
+                    self.catalog.insert_database(conn, branch.id, name, pg_name, owner)
                 conn.execute(
-                    "UPDATE branches SET parent_id = %s WHERE parent_id = %s AND id <> %s AND id <> %s",
-                    (backup.id, branch.id, backup.id, source.id),
+                    "UPDATE branches SET last_reset_at = now(), updated_at = now() WHERE id = %s", (branch.id,)
                 )
-                self.catalog.insert_endpoint(conn, Endpoint(ids.endpoint_id(), project_id, backup.id, started, started))
+                ops = [self.catalog.record_operation(project_id, "create_timeline", branch_id=branch.id, conn=conn)]
+                if preserve_under_name:
+                    self.catalog.insert_branch(conn, backup)
+                    for name, pg_name, owner in backup_dbs:
+                        self.catalog.insert_database(conn, backup.id, name, pg_name, owner)
+                    conn.execute(
+                        "UPDATE branches SET parent_id = %s WHERE parent_id = %s AND id <> %s AND id <> %s",
+                        (backup.id, branch.id, backup.id, source.id),
+                    )
+                    self.catalog.insert_endpoint(
+                        conn, Endpoint(ids.endpoint_id(), project_id, backup.id, started, started)
+                    )
         return self.branch(project_id, branch.id), ops
 
     def _retire(self, admin: psycopg.Connection[Any], db: Database, keep: list[tuple[str, str, str]] | None) -> None:

@@ -24,6 +24,7 @@ from localneon import grants
 from localneon.branching import Neon
 from localneon.errors import LocalNeonError
 from localneon.grants import Grant
+from localneon.surface import Surface
 from localneon.texts import ToolText, load_texts
 from localneon.tools import Handler, ToolSpec, all_tools
 
@@ -44,6 +45,7 @@ class Settings:
     flat_params: bool = False
     descriptions: str | None = None
     grant: Grant = field(default_factory=Grant)
+    surface: str | None = None  # a snapshot file whose words and annotations the tools wear
 
 
 def inner_schema(spec: ToolSpec, text: ToolText, *, scoped: bool = False) -> dict[str, Any]:
@@ -69,15 +71,18 @@ def input_schema(spec: ToolSpec, text: ToolText, flat: bool, *, scoped: bool = F
     return {"type": "object", "properties": {"params": inner}, "required": ["params"]}
 
 
-def tool_annotations(spec: ToolSpec) -> types.ToolAnnotations:
-    """The MCP annotations Neon lists for a tool: every hint explicit, never left out."""
-    return types.ToolAnnotations(
+def tool_annotations(spec: ToolSpec, worn: dict[str, Any] | None = None) -> types.ToolAnnotations:
+    """The MCP annotations Neon lists for a tool: every hint explicit; a worn surface's win."""
+    own = types.ToolAnnotations(
         title=spec.title or spec.name.replace("_", " "),
         read_only_hint=spec.read_only,
         destructive_hint=spec.destructive and not spec.read_only,
         idempotent_hint=spec.idempotent,
         open_world_hint=spec.open_world,
     )
+    if not worn:
+        return own
+    return types.ToolAnnotations.model_validate({**own.model_dump(by_alias=True, exclude_none=True), **worn})
 
 
 @dataclass
@@ -100,11 +105,17 @@ class ToolRegistry:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        texts = load_texts(settings.descriptions)
+        surface = Surface.load(settings.surface) if settings.surface else None
+        texts = load_texts(settings.descriptions, surface.texts() if surface else None)
         self.specs = {spec.name: spec for spec in all_tools()}
+        worn = surface.tools if surface else {}
+        self.annotations = {
+            name: tool_annotations(spec, worn[name].annotations if name in worn else None)
+            for name, spec in self.specs.items()
+        }
         unknown = sorted(set(texts) - set(self.specs))
         if unknown:
-            log.warning("descriptions for unknown tools ignored: %s", ", ".join(unknown))
+            log.warning("descriptions (or a worn surface) name tools not served here: %s", ", ".join(unknown))
         self.texts = {name: texts.get(name, ToolText()) for name in self.specs}
         self.schemas = {
             name: input_schema(spec, self.texts[name], settings.flat_params) for name, spec in self.specs.items()
@@ -127,7 +138,7 @@ class ToolRegistry:
             return cached
         specs = self.visible(grant)
         destructive_listed = any(
-            tool_annotations(s).destructive_hint for s in self.visible(replace(grant, read_only=False)).values()
+            self.annotations[n].destructive_hint for n in self.visible(replace(grant, read_only=False))
         )
         paragraphs = grants.notices(grant, destructive_listed)
         tools: list[types.Tool] = []
@@ -140,12 +151,13 @@ class ToolRegistry:
                     name=name,
                     description=grants.with_notices(self.texts[name].description, paragraphs),
                     input_schema=schema,
-                    annotations=tool_annotations(spec),
+                    annotations=self.annotations[name],
                 )
             )
         view = GrantView(grant, specs, tools, validators)
-        if len(self._views) < 256:  # grants are few (one per trial project); bound it anyway
-            self._views[grant] = view
+        if len(self._views) >= 256:  # one grant per trial project: keep the newest
+            self._views.pop(next(iter(self._views)))
+        self._views[grant] = view
         return view
 
     def tools(self, grant: Grant | None = None) -> list[types.Tool]:

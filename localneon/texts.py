@@ -39,10 +39,13 @@ def _merge(texts: dict[str, ToolText], data: dict[str, Any], source: Path) -> No
             raise ValueError(f"{source}: entry {name!r} must be a string or a mapping")
 
 
-def load_texts(variant: str | Path | None = None) -> dict[str, ToolText]:
-    """Default descriptions, then ``variant`` (or ``LOCALNEON_DESCRIPTIONS``) on top."""
+def load_texts(variant: str | Path | None = None, worn: dict[str, Any] | None = None) -> dict[str, ToolText]:
+    """Default descriptions, then a worn surface's (``worn``), then ``variant`` (or
+    ``LOCALNEON_DESCRIPTIONS``) on top: a variant tunes the words production shows."""
     texts: dict[str, ToolText] = {}
     _merge(texts, _read(DEFAULT_FILE), DEFAULT_FILE)
+    if worn:
+        _merge(texts, worn, Path("<surface>"))
     chosen = variant or os.environ.get("LOCALNEON_DESCRIPTIONS")
     if chosen:
         path = Path(chosen)
