@@ -4,6 +4,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# `make eval` and `make test` leave no process running: the embedded PostgreSQL clusters they started
+# are stopped when they finish (whatever the outcome), unless LOCALNEON_KEEP=1.
+STOP_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; fi
+STOP_TEST_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then \
+	for dir in .localneon/test-pgdata .localneon/scorer-test-pgdata; do \
+	LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done; fi
 
 .PHONY: eval test lint typecheck clean server janitor bench calibrate ab
 
@@ -14,13 +20,13 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` CLI.
-	$(PY) -m evals
+	@status=0; $(PY) -m evals || status=$$?; $(STOP_PG); exit $$status
 
 calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in datasets/judge/ (needs a judge).
 	$(PY) -m evals.calibrate
 
 test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
-	$(PY) -m pytest
+	@status=0; $(PY) -m pytest || status=$$?; $(STOP_TEST_PG); exit $$status
 
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .

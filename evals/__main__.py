@@ -2,16 +2,20 @@
 
 The Braintrust CLI has no environment variable for offline mode, so this launcher decides: with no
 `BRAINTRUST_API_KEY` it adds `--no-send-logs` (Braintrust's local mode) and says so. Offline runs
-default to a small trial count. Extra arguments are passed through to `braintrust eval`.
+default to a small trial count. Extra arguments are passed through to `braintrust eval`. Ctrl-C and
+SIGTERM reach the CLI, which deletes in-flight sandboxes; the launcher waits for it (exit 130 / 143).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 
 from dotenv import load_dotenv
 
@@ -32,7 +36,11 @@ def build_command(extra_args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    load_dotenv(REPO_ROOT / ".env", override=False)
+    try:
+        load_dotenv(REPO_ROOT / ".env", override=False, encoding="utf-8")
+    except UnicodeDecodeError as error:
+        print(f"evals: {REPO_ROOT / '.env'}: not UTF-8 text ({error.reason} at byte {error.start})", file=sys.stderr)
+        return 2
     extra = list(sys.argv[1:] if argv is None else argv)
     if not os.environ.get("BRAINTRUST_API_KEY"):
         print("evals: no BRAINTRUST_API_KEY, running in Braintrust's local mode (--no-send-logs)", file=sys.stderr)
@@ -50,14 +58,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evals: factuality judge: {judge.describe()}", file=sys.stderr)
     command = build_command(extra)
     child = subprocess.Popen(command, cwd=REPO_ROOT)
-    interrupted = False
+    stopped: list[int] = []
+
+    def forward_sigterm(signum: int, frame: FrameType | None) -> None:
+        # `docker stop` signals only this process; `timeout` signals the group (the CLI ignores repeats).
+        if not stopped:
+            print("evals: SIGTERM; waiting for the run to clean up its sandboxes", file=sys.stderr, flush=True)
+        stopped.append(signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward_sigterm)
     while True:
         try:
             code = child.wait()
-            return 130 if interrupted else code
+            if stopped:
+                return 128 + stopped[0]
+            return code
         except KeyboardInterrupt:
             # The CLI got the same Ctrl-C and is deleting its sandboxes: wait for it, do not orphan it.
-            interrupted = True
+            stopped.append(signal.SIGINT)
             print("evals: interrupted; waiting for the run to clean up its sandboxes", file=sys.stderr)
 
 

@@ -22,10 +22,12 @@ from evals._scoring import observed
 from evals._shard import Shard, parse_provider_budget, parse_shard, provider_slot, shard_pool
 from evals._uploads import install_lean_score_inputs, trial_metadata, watch_failed_uploads
 from harness import trial_registry
+from evals._guard import stops_the_run
 from harness.cases import Case, Scenario, load_cases
 from harness.config import Settings
 from harness.records import TrialRecord
 from harness.shared import run_trial, shared_settings
+from harness.signals import sigterm_like_sigint
 from harness.toolview import DECOYS
 from scorers.adapters import SCORERS
 from scorers.metrics import trial_metrics
@@ -33,6 +35,7 @@ from scorers.metrics import trial_metrics
 # The CLI logs at INFO; one line per HTTP request to the server under test drowns the summaries.
 for _noisy in ("httpx", "httpx2", "mcp"):
     logging.getLogger(_noisy).setLevel(logging.WARNING)
+sigterm_like_sigint()  # `timeout`, CI cancellation and container stops get Ctrl-C's cleanup
 
 DEFAULT_PROJECT = "neon-mcp-evals"
 DEFAULT_TRIALS = 20  # as in Neon's original suite
@@ -123,6 +126,7 @@ def check_judge_provider(value: str) -> None:
         raise ValueError(f"EVAL_JUDGE_PROVIDER: {value!r} is not one of {', '.join(known)}")
 
 
+@stops_the_run
 def define_evals(eval_name: str, scenario: Scenario) -> None:
     """Declare one `Eval` per model (and per decoy count, when sweeping) for the cases of `scenario`."""
     base = shared_settings()

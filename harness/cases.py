@@ -157,6 +157,8 @@ def load_file(path: Path) -> list[Case]:
     """Load and validate one case file; raise DatasetError naming the file and case on any problem."""
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from error
     except (OSError, yaml.YAMLError) as error:
         raise DatasetError(f"{path}: cannot read YAML: {error}") from error
     if not isinstance(document, dict):

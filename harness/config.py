@@ -119,7 +119,12 @@ class Settings(BaseModel):
         """
         merged: dict[str, str] = {}
         if dotenv_path is not None and Path(dotenv_path).is_file():
-            merged.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
+            try:
+                values = dotenv_values(dotenv_path, encoding="utf-8")
+            except UnicodeDecodeError as error:
+                where = Path(dotenv_path).resolve()
+                raise ConfigError(f"{where}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+            merged.update({k: v for k, v in values.items() if v is not None})
         merged.update(os.environ if env is None else env)
         settings = _parse(merged)
         if warn and settings.fallback_reason:
@@ -234,6 +239,8 @@ def _parse(env: Mapping[str, str]) -> Settings:
             prompt = Path(prompt[1:]).read_text(encoding="utf-8")
         except OSError as error:
             raise ConfigError(f"EVAL_SYSTEM_PROMPT: cannot read {prompt[1:]}: {error.strerror}") from error
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"EVAL_SYSTEM_PROMPT: {prompt[1:]} is not UTF-8 text ({error.reason})") from error
     values["system_prompt"] = prompt
     descriptions = _get(env, "EVAL_TOOL_DESCRIPTIONS")
     if descriptions:
@@ -253,8 +260,11 @@ def _parse(env: Mapping[str, str]) -> Settings:
     values["results_dir"] = Path(_get(env, "EVAL_RESULTS_DIR") or "results")
     run_id = _get(env, "EVAL_RUN_ID")
     if run_id:
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id):
-            raise ConfigError("EVAL_RUN_ID may hold only letters, digits, '_', '.', '-'")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or set(run_id) == {"."}:
+            raise ConfigError(
+                f"EVAL_RUN_ID {run_id!r} is not a folder name: use letters, digits, '_', '.', '-' "
+                "(not '.' or '..', no path separator)"
+            )
         values["run_id"] = run_id
     try:
         return Settings(**values)

@@ -3,7 +3,8 @@
 Why a plain `subprocess.Popen` and not an asyncio subprocess: the process must outlive any one
 event loop (`Eval()` outside the CLI runs a loop per call) and be stoppable from `atexit`. It
 listens on a free port and writes its URLs to a ready file; its stderr goes to a file so a failed
-start can show why.
+start can show why. Each server is registered with the process that owns it (`harness.liveness`),
+so the janitor can stop a server whose owner was killed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import atexit
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import scrub
+from harness.liveness import register_server, unregister_server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,6 +92,7 @@ class LocalServer:
         return self.process is not None and self.process.poll() is None
 
     def _spawn(self) -> None:
+        self._workdir.mkdir(parents=True, exist_ok=True)  # stop() removed it; a restart needs it again
         self._ready_path.unlink(missing_ok=True)  # a stale file from an earlier start must not be trusted
         env = {**os.environ, **(self.env or {})}
         env.setdefault("PYTHONUNBUFFERED", "1")
@@ -104,6 +108,7 @@ class LocalServer:
                 env=env,
                 start_new_session=True,
             )
+        register_server(self.process.pid, self._workdir)
         atexit.register(self.stop)
 
     def _check_ready(self) -> ServerEndpoints | None:
@@ -130,8 +135,9 @@ class LocalServer:
                 self.endpoints = endpoints
                 return endpoints
             if time.monotonic() > deadline:
+                tail = self.stderr_tail()
                 self.stop()
-                raise ServerStartError(f"localneon not ready after {self.startup_timeout}s:\n{self.stderr_tail()}")
+                raise ServerStartError(f"localneon not ready after {self.startup_timeout}s:\n{tail}")
             await asyncio.sleep(0.05)
 
     def start_blocking(self) -> ServerEndpoints:
@@ -139,15 +145,17 @@ class LocalServer:
         return asyncio.run(self.start())
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Terminate (then kill) the server; safe to call twice."""
+        """Terminate (then kill) the server and remove its temp folder; safe to call twice."""
         process, self.process = self.process, None
         self.endpoints = None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
                 process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout)
+        if process is not None:
+            unregister_server(process.pid)
+        shutil.rmtree(self._workdir, ignore_errors=True)

@@ -4,6 +4,10 @@ Why JSON lines with a lock: trials finish concurrently (and possibly from severa
 a half-written or interleaved line would corrupt a run. Each record is serialised first, then
 written as one whole line under a file lock, and flushed. Secrets never reach these files:
 settings are stored through `Settings.public()`, records are scrubbed by the runner.
+
+A record that cannot be written (a full disk, a folder made read-only mid-run) is lost: the store
+counts it for the process (`lost_records()`), the runner stops starting trials, and the reporter
+fails the run with that count, so a run never passes with records missing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,31 @@ from harness.records import TrialRecord
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
+
+_LOST: list[str] = []  # why each record this process could not keep was lost
+_LOST_LOCK = threading.Lock()
+
+
+class StoreWriteError(OSError):
+    """A record (or run.json) could not be written; the record is counted in `lost_records()`."""
+
+
+def lost_records() -> list[str]:
+    """One reason per trial record this process could not write (or did not run because of that)."""
+    with _LOST_LOCK:
+        return list(_LOST)
+
+
+def record_lost(reason: str) -> None:
+    """Count one record as lost (the store does it for failed writes; the runner for skipped trials)."""
+    with _LOST_LOCK:
+        _LOST.append(reason)
+
+
+def reset_lost_records() -> None:
+    """Forget lost records (tests running several runs in one process)."""
+    with _LOST_LOCK:
+        _LOST.clear()
 
 
 @cache
@@ -48,6 +77,7 @@ class ResultsStore:
         self.trials_path = self.run_dir / TRIALS_FILE
         self._lock = threading.Lock()
         self._file_lock = FileLock(str(self.run_dir / ".trials.lock"))
+        self._failure: str | None = None
 
     def write_run(self, settings: Settings, extra: dict[str, Any] | None = None) -> Path:
         """Write `run.json` (settings without secrets) once per run; later calls leave it alone."""
@@ -68,14 +98,30 @@ class ResultsStore:
                 os.replace(temporary, path)
         return path
 
+    @property
+    def failed(self) -> str | None:
+        """Why the last write failed, while writes are failing (None once one succeeds again)."""
+        return self._failure
+
     def append(self, record: TrialRecord) -> None:
-        """Append one record as one whole line."""
+        """Append one record as one whole line; raise StoreWriteError (and count it lost) when refused."""
         line = record.model_dump_json() + "\n"
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        with self._lock, self._file_lock, self.trials_path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            with self._lock, self._file_lock, self.trials_path.open("a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:
+            reason = f"{record.case_id}#{record.trial_index}: cannot write {self.trials_path}: {_describe(error)}"
+            self._failure = reason
+            record_lost(reason)
+            raise StoreWriteError(reason) from error
+        self._failure = None
+
+
+def _describe(error: OSError) -> str:
+    return f"{error.strerror} (errno {error.errno})" if error.strerror else f"{type(error).__name__}: {error}"
 
 
 def load_run(path: str | Path) -> tuple[dict[str, Any], list[TrialRecord]]:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from harness.agent import AgentState, LoopSettings, run_agent
 from harness.cases import Case
 from harness.config import Settings
+from harness.liveness import register_run
 from harness.mcp_client import connect
 from harness.pricing import cost_usd
 from harness.providers import Provider, TrialContext, make_provider
@@ -26,7 +27,7 @@ from harness.servers.neon.backend import Backend, local_backend, remote_backend
 from harness.servers.neon.expected import StartCopy, copy_main, delete_copy, expected_from_copy
 from harness.servers.neon.sandbox import SandboxInfo
 from harness.servers.neon.state import capture
-from harness.store import ResultsStore
+from harness.store import ResultsStore, StoreWriteError, record_lost
 from harness.toolview import ToolView, load_overrides, trial_seed
 
 
@@ -70,6 +71,7 @@ class TrialRunner:
         """Start (or reach) the server, the API client and the model provider."""
         if self.started:
             return self
+        register_run(self.settings.run_id)  # so the janitor can tell a killed run's sandboxes from a live run's
         self.backend = await self._build_backend()
         self.provider = make_provider(self.settings)
         if self.write_results:
@@ -145,6 +147,12 @@ class TrialRunner:
         )
         state = AgentState()
         started = time.perf_counter()
+        if self.write_results and self.store.failed:
+            # Records cannot be kept: a trial run now would be lost too, so none is started.
+            record.outcome = "infra_error"
+            record.error = f"not started: the results store is failing ({self.store.failed})"
+            record_lost(f"{case.id}#{trial_index}: not started, the results store is failing")
+            return record
         try:
             if not self.started:
                 await self.start()
@@ -175,8 +183,9 @@ class TrialRunner:
         if self.write_results:
             try:
                 self.store.append(record)
-            except OSError as error:
+            except StoreWriteError as error:
                 record.cleanup_error = f"results store: {error}"
+                print(f"harness: RECORD LOST, no further trials start: {error}", file=sys.stderr, flush=True)
         return record
 
     async def _run(self, case: Case, trial_index: int, record: TrialRecord, state: AgentState) -> None:

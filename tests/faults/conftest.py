@@ -1,0 +1,160 @@
+"""What every fault test needs: a tiny dataset, a run started for real, and a check that nothing is left.
+
+"Nothing left" is measured, not assumed: the local server's catalog (projects named after the run),
+PostgreSQL's own `pg_database` and `pg_roles` (compared with before the run, so a branch database or
+role the catalog forgot is caught too), the processes the run started, and its temp folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from harness import liveness
+from localneon.pg import get_cluster
+from tests.evals.cli import REPO_ROOT, TEST_PGDATA, offline_env
+
+# Two prepare cases on the small blog fixture: enough for concurrency, quick to run.
+SMALL_DATASET = """
+version: 1
+cases:
+  - id: fault-add-note
+    scenario: prepare
+    input: "In my {project_id} project, add a text column note to posts."
+    expected_answer: "I staged a note column on posts on a temporary branch; shall I apply it?"
+    fixture: blog
+    reference_sql: "ALTER TABLE posts ADD COLUMN note text"
+    required_tools: [prepare_database_migration]
+  - id: fault-add-rating
+    scenario: prepare
+    input: "In my {project_id} project, add an integer column rating to comments."
+    expected_answer: "I staged a rating column on comments on a temporary branch; shall I apply it?"
+    fixture: blog
+    reference_sql: "ALTER TABLE comments ADD COLUMN rating integer"
+    required_tools: [prepare_database_migration]
+"""
+EVAL_FILE = "evals/eval_prepare_migration.py"
+
+
+def admin_rows(query: str, *params: object, dbname: str = "postgres") -> list[str]:
+    os.environ.setdefault("LOCALNEON_PGDATA", str(TEST_PGDATA))
+    with psycopg.connect(get_cluster().conninfo(dbname), autocommit=True) as conn:
+        return sorted(str(row[0]) for row in conn.execute(query, params).fetchall())
+
+
+def processes_of(tmp: Path) -> list[str]:
+    """Live processes started with `TMPDIR=tmp`: everything a run started inherits its environment."""
+    marker = f"TMPDIR={tmp}".encode()
+    found: list[str] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in environ and liveness.pid_alive(int(entry.name)):
+            found.append(f"{entry.name}: {command[:200]}")
+    return found
+
+
+@dataclass
+class World:
+    """The state a run may leave things in, taken before the run."""
+
+    run_id: str
+    tmp: Path
+    databases: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
+
+    def projects(self) -> list[str]:
+        return admin_rows(
+            "SELECT name FROM projects WHERE name LIKE %s", f"eval-{self.run_id}-%", dbname="localneon_catalog"
+        )
+
+    def leftovers(self) -> dict[str, object]:
+        """Everything the run left behind (empty lists and sets when nothing)."""
+        return {
+            "projects": self.projects(),
+            "databases": sorted(set(admin_rows("SELECT datname FROM pg_database")) - set(self.databases)),
+            "roles": sorted(set(admin_rows("SELECT rolname FROM pg_roles")) - set(self.roles)),
+            "processes": processes_of(self.tmp),
+            "temp": sorted(path.name for path in self.tmp.iterdir()),
+        }
+
+    def assert_clean(self, context: str = "") -> None:
+        left = self.leftovers()
+        assert not any(left.values()), f"left behind: {left}\n{context[-6000:]}"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    run_id = "fault-" + secrets.token_hex(3)
+    admin_rows("SELECT 1")  # the cluster is up before the baseline is taken
+    return World(
+        run_id,
+        tmp,
+        admin_rows("SELECT datname FROM pg_database"),
+        admin_rows("SELECT rolname FROM pg_roles"),
+    )
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "cases.yaml"
+    path.write_text(SMALL_DATASET)
+    return path
+
+
+def fault_env(world: World, results: Path, dataset: Path, **extra: str) -> dict[str, str]:
+    """An offline run of the small dataset, with its own TMPDIR (so leftovers there are visible)."""
+    return offline_env(results, EVAL_RUN_ID=world.run_id, EVAL_DATASET=str(dataset), TMPDIR=str(world.tmp), **extra)
+
+
+def start_launcher(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """`python -m evals` (what `make eval` runs) in its own process group, like a terminal's job."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "evals", "--no-progress-bars", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_for_records(process: subprocess.Popen[str], trials: Path, count: int, timeout: float = 120) -> None:
+    """Block until `count` records are written (the run is then in full swing)."""
+    deadline = time.monotonic() + timeout
+    while not (trials.exists() and trials.read_text().count("\n") >= count):
+        if process.poll() is not None:
+            raise AssertionError(process.stderr.read() if process.stderr else "the run ended early")
+        assert time.monotonic() < deadline, f"no {count} records within {timeout}s"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def reaped() -> Iterator[list[subprocess.Popen[str]]]:
+    """Processes a test started; killed (group and all) if the test failed before they ended."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)

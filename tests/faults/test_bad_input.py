@@ -1,0 +1,60 @@
+"""Bad input that used to slip through: each stops the run before any trial, naming what and where."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cases import DatasetError, load_cases
+from harness.config import ConfigError, Settings
+from tests.evals.cli import REPO_ROOT, offline_env
+from tests.faults.conftest import SMALL_DATASET
+
+NOT_UTF8 = "version: 1\ncases: []\n# caf\xe9 in Latin-1\n".encode("latin-1")
+
+
+@pytest.mark.parametrize("run_id", [".", "..", "a/b", "../escape", "a\\b"])
+def test_a_run_id_that_is_not_a_folder_name_is_refused(run_id: str) -> None:
+    with pytest.raises(ConfigError, match="EVAL_RUN_ID"):
+        Settings.from_env(env={"EVAL_RUN_ID": run_id}, dotenv_path=None, warn=False)
+
+
+def test_a_run_id_with_dots_inside_is_fine() -> None:
+    settings = Settings.from_env(env={"EVAL_RUN_ID": "nightly.2026-11-30"}, dotenv_path=None, warn=False)
+    assert settings.run_id == "nightly.2026-11-30"
+
+
+def test_a_case_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "latin1-cases.yaml"
+    path.write_bytes(NOT_UTF8)
+    with pytest.raises(DatasetError, match=f"{path}: not UTF-8 text"):
+        load_cases(path)
+
+
+def test_an_env_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_bytes(b"EVAL_TRIALS=2\nEVAL_SYSTEM_PROMPT=caf\xe9\n")
+    with pytest.raises(ConfigError, match=f"{path}: not UTF-8 text"):
+        Settings.from_env(env={}, dotenv_path=path, warn=False)
+
+
+def test_braintrust_eval_run_directly_on_a_broken_dataset_exits_non_zero(tmp_path: Path) -> None:
+    """Without `--terminate-on-failure` the CLI used to print the import error and exit 0."""
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(SMALL_DATASET.replace("ADD COLUMN note text", "ADD COLUMN"))
+    results = tmp_path / "results"
+    completed = subprocess.run(
+        [str(Path(sys.executable).parent / "braintrust"), "eval", "--no-send-logs", "evals/"],
+        cwd=REPO_ROOT,
+        env=offline_env(results, EVAL_DATASET=str(dataset)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    assert f"{dataset}: case 'fault-add-note': reference_sql does not parse" in completed.stderr
+    assert not results.exists() or not any(results.rglob("trials.jsonl"))

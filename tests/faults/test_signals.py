@@ -1,0 +1,44 @@
+"""SIGTERM (what `timeout`, CI cancellation and `docker stop` send) gets Ctrl-C's cleanup."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.faults.conftest import World, fault_env, start_launcher, wait_for_records
+
+
+def test_sigterm_to_the_process_group_cleans_up_like_ctrl_c(
+    world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]]
+) -> None:
+    """`timeout` signals the whole group: launcher and CLI both get SIGTERM."""
+    results = tmp_path / "results"
+    env = fault_env(world, results, dataset, EVAL_TRIALS="4", EVAL_CONCURRENCY="2", EVAL_MODEL="control:oracle")
+    launcher = start_launcher(env)
+    reaped.append(launcher)
+    wait_for_records(launcher, results / world.run_id / "trials.jsonl", 1)
+    os.killpg(launcher.pid, signal.SIGTERM)
+    _, stderr = launcher.communicate(timeout=120)
+    assert launcher.returncode == 143, stderr[-3000:]
+    assert "SIGTERM: stopping as on Ctrl-C" in stderr
+    finished = (results / world.run_id / "trials.jsonl").read_text().count("\n")
+    assert finished < 8, "the run was not stopped"
+    world.assert_clean(stderr)
+
+
+def test_sigterm_to_the_launcher_alone_reaches_the_run(
+    world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]]
+) -> None:
+    """`docker stop` signals only the main process: the launcher forwards it and waits."""
+    results = tmp_path / "results"
+    env = fault_env(world, results, dataset, EVAL_TRIALS="4", EVAL_CONCURRENCY="2", EVAL_MODEL="control:oracle")
+    launcher = start_launcher(env)
+    reaped.append(launcher)
+    wait_for_records(launcher, results / world.run_id / "trials.jsonl", 1)
+    launcher.send_signal(signal.SIGTERM)
+    _, stderr = launcher.communicate(timeout=120)
+    assert launcher.returncode == 143, stderr[-3000:]
+    assert "evals: SIGTERM; waiting for the run to clean up" in stderr
+    world.assert_clean(stderr)
