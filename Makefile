@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # are stopped when they finish (whatever the outcome), unless LOCALNEON_KEEP=1.
 STOP_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; fi
 STOP_TEST_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then \
-	for dir in .localneon/test-pgdata .localneon/scorer-test-pgdata; do \
+	for dir in .localneon/test-pgdata .localneon/scorer-test-pgdata .localneon/faults-pgdata; do \
 	LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done; fi
 
 .PHONY: eval test lint typecheck clean server janitor bench calibrate ab
@@ -51,4 +51,5 @@ clean:  ## Remove the virtual environment, the embedded database and local resul
 	-$(PY) -m localneon.pg stop 2>/dev/null
 	-LOCALNEON_PGDATA=.localneon/test-pgdata $(PY) -m localneon.pg stop 2>/dev/null
 	-LOCALNEON_PGDATA=.localneon/scorer-test-pgdata $(PY) -m localneon.pg stop 2>/dev/null
+	-LOCALNEON_PGDATA=.localneon/faults-pgdata $(PY) -m localneon.pg stop 2>/dev/null
 	rm -rf $(VENV) .localneon results .pytest_cache .mypy_cache .ruff_cache *.egg-info

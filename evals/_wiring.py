@@ -17,14 +17,15 @@ from braintrust import Eval, EvalCase
 from evals._adaptive import ab_arms, define_rounds, parse_trials
 from evals._experiments import base_experiment_id, repo_info, sending_logs
 from evals._experiments import experiment_metadata as _experiment_metadata
+from evals._guard import stops_the_run
 from evals._report import REPORTER, check_floor_names, parse_floors
 from evals._scoring import observed
 from evals._shard import Shard, parse_provider_budget, parse_shard, provider_slot, shard_pool
 from evals._uploads import install_lean_score_inputs, trial_metadata, watch_failed_uploads
 from harness import trial_registry
-from evals._guard import stops_the_run
 from harness.cases import Case, Scenario, load_cases
 from harness.config import Settings
+from harness.preflight import check_reference_sql
 from harness.records import TrialRecord
 from harness.shared import run_trial, shared_settings
 from harness.signals import sigterm_like_sigint
@@ -141,6 +142,7 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
     cases = load_cases(scenario=scenario)
     if not cases:
         return
+    check_reference_sql(base, cases)  # a reference SQL that fails on its fixture stops the run, naming the case
     trial_plan_settings = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
     trials = trial_plan_settings.max_trials
     concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)

@@ -1,25 +1,39 @@
-"""`python -m harness.bench`: what the harness itself costs per trial, with no model in the loop.
+"""`python -m harness.bench`: what the harness costs beyond the database work, as three ratios.
 
-Runs the control agents (no API calls, no tokens) over bundled cases against the local server,
-first one trial at a time, then at a given concurrency, and prints per-phase medians and p90s and
-the throughput ratio. Numbers from one run are comparable with each other (same machine, same
-moment); absolute figures vary with the machine's load.
+Absolute times on a shared machine mean little, so every figure is a ratio of two measurements
+taken in the same run, on the same machine and the same PostgreSQL:
+
+- overhead ratio: the median control-agent trial over the floor of its unavoidable database work
+  (`python -m localneon.floor`, run as a separate process: the harness never imports the server);
+- concurrency speedup: throughput at concurrency N over throughput at 1, with a control agent that
+  waits `--delay` seconds per model call, as a fast model would;
+- memory: the harness process's resident memory after all `--memory-trials` trials over after the
+  first fifth of them (growth means something keeps every trial alive).
+
+Numbers are printed with their targets, never asserted by tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections import defaultdict
+from typing import Any
 
 from harness.cases import Case, load_cases
 from harness.config import Settings
+from harness.providers import ModelTurn, Provider, TrialContext
 from harness.records import TrialRecord
 from harness.trial import TrialRunner
 
 PHASES = ("sandbox_open", "capture_before", "connect", "agent", "capture_after", "expected", "sandbox_close")
+TARGETS = {"overhead": 1.5, "speedup": 6.0, "memory": 1.1}
 
 
 def _p90(values: list[float]) -> float:
@@ -40,6 +54,25 @@ def phase_table(records: list[TrialRecord]) -> list[str]:
     ]
 
 
+class SlowModel:
+    """A provider that answers like the wrapped one after `delay` seconds (a fast model's latency)."""
+
+    def __init__(self, inner: Provider, delay: float) -> None:
+        self.inner = inner
+        self.delay = delay
+        self.name = inner.name
+
+    def for_trial(self, context: TrialContext) -> Provider:
+        return SlowModel(self.inner.for_trial(context), self.delay)
+
+    async def complete(self, **request: Any) -> ModelTurn:
+        await asyncio.sleep(self.delay)
+        return await self.inner.complete(**request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 async def run_batch(runner: TrialRunner, cases: list[Case], concurrency: int) -> tuple[list[TrialRecord], float]:
     gate = asyncio.Semaphore(concurrency)
 
@@ -52,28 +85,113 @@ async def run_batch(runner: TrialRunner, cases: list[Case], concurrency: int) ->
     return list(records), time.perf_counter() - started
 
 
-async def bench(model: str, trials: int, concurrency: int) -> None:
-    settings = Settings.from_env(warn=False).for_model(model)
-    cases = load_cases()
-    chosen = [cases[index % len(cases)] for index in range(trials)]
+def resident_mb() -> float:
+    """This process's resident memory now (not its peak), in MB."""
+    with open(f"/proc/{os.getpid()}/statm") as handle:
+        pages = int(handle.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def floor_ms(case: Case, runs: int) -> float:
+    """Median of the floor of `case`'s database work, measured by the server's package in its own process."""
+    assert case.fixture_path is not None and case.reference_sql
+    command = [sys.executable, "-m", "localneon.floor", "--fixture", str(case.fixture_path)]
+    command += ["--migration", case.reference_sql, "--runs", str(runs)]
+    completed = subprocess.run(command, capture_output=True, text=True, check=True)
+    return float(json.loads(completed.stdout.strip().splitlines()[-1])["median_ms"])
+
+
+def verdict(name: str, value: float, better: str) -> str:
+    target = TARGETS[name]
+    met = value <= target if better == "lower" else value >= target
+    sign = "<=" if better == "lower" else ">="
+    return f"target {sign} {target}: {'met' if met else 'NOT MET'}"
+
+
+def not_ok(records: list[TrialRecord]) -> str:
+    failures = [record.error for record in records if record.outcome != "ok"]
+    return f"  {len(failures)} trial(s) not ok, first: {failures[0]}" if failures else ""
+
+
+async def overhead(settings: Settings, case: Case, trials: int) -> float:
     async with TrialRunner(settings, write_results=False) as runner:
-        await runner.run(chosen[0], 0)  # warm-up: server start, first connections
-        for label, level in (("sequential", 1), (f"concurrency {concurrency}", concurrency)):
-            records, elapsed = await run_batch(runner, chosen, level)
-            failures = [record.error for record in records if record.outcome != "ok"]
-            print(f"{model}, {len(records)} trials, {label}: {elapsed:.2f} s, {len(records) / elapsed:.2f} trials/s")
-            print("\n".join(phase_table(records)))
-            if failures:
-                print(f"  {len(failures)} trial(s) not ok, first: {failures[0]}")
+        await runner.run(case, 0)  # warm-up: server start, first connections
+        before = floor_ms(case, trials)
+        records, elapsed = await run_batch(runner, [case] * trials, 1)
+        after = floor_ms(case, trials)
+    floor = statistics.median([before, after])
+    median = statistics.median(record.duration_s for record in records) * 1000
+    ratio = median / floor
+    print(f"{case.id}: {trials} trials one at a time, {elapsed:.2f} s")
+    print("\n".join(phase_table(records)))
+    print(not_ok(records) or "  all ok")
+    print(
+        f"overhead ratio: {ratio:.2f} (trial median {median:.0f} ms / database floor {floor:.0f} ms), "
+        f"{verdict('overhead', ratio, 'lower')}"
+    )
+    return ratio
+
+
+async def speedup(settings: Settings, cases: list[Case], concurrency: int, delay: float) -> float:
+    async with TrialRunner(settings, write_results=False) as runner:
+        assert runner.provider is not None
+        runner.provider = SlowModel(runner.provider, delay)
+        await runner.run(cases[0], 0)
+        rates: dict[int, float] = {}
+        for level in (1, concurrency):
+            records, elapsed = await run_batch(runner, cases, level)
+            rates[level] = len(records) / elapsed
+            print(
+                f"{len(records)} trials at concurrency {level} ({delay * 1000:.0f} ms per model call): "
+                f"{rates[level]:.2f} trials/s" + (f"\n{not_ok(records)}" if not_ok(records) else "")
+            )
+    ratio = rates[concurrency] / rates[1]
+    print(
+        f"concurrency speedup: {ratio:.2f} (throughput at {concurrency} over 1), {verdict('speedup', ratio, 'higher')}"
+    )
+    return ratio
+
+
+async def memory(settings: Settings, cases: list[Case], trials: int, concurrency: int) -> float:
+    checkpoint = max(1, trials // 5)
+    async with TrialRunner(settings, write_results=False) as runner:
+        first, _ = await run_batch(runner, [cases[i % len(cases)] for i in range(checkpoint)], concurrency)
+        early = resident_mb()
+        rest, _ = await run_batch(runner, [cases[i % len(cases)] for i in range(trials - checkpoint)], concurrency)
+        late = resident_mb()
+    ratio = late / early
+    print(
+        f"RSS after {checkpoint} trials {early:.0f} MB, after {trials} trials {late:.0f} MB"
+        + (f"\n{not_ok([*first, *rest])}" if not_ok([*first, *rest]) else "")
+    )
+    print(
+        f"memory: {ratio:.2f} (RSS after {trials} trials over after {checkpoint}), {verdict('memory', ratio, 'lower')}"
+    )
+    return ratio
+
+
+async def bench(args: argparse.Namespace) -> None:
+    settings = Settings.from_env(warn=False).for_model(args.model)
+    cases = load_cases()
+    migration = next(case for case in cases if case.scenario == "prepare" and case.reference_sql)
+    chosen = [cases[index % len(cases)] for index in range(args.trials)]
+    if settings.server_kind in ("local", "stdio"):
+        await overhead(settings, migration, args.trials)
+    else:
+        print("overhead ratio: n/a (the floor is measured on the local server's PostgreSQL)")
+    await speedup(settings, chosen, args.concurrency, args.delay)
+    await memory(settings, cases, args.memory_trials, args.concurrency)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="control:oracle", choices=["control:oracle", "control:unsafe"])
-    parser.add_argument("--trials", type=int, default=24)
+    parser.add_argument("--trials", type=int, default=16, help="trials per batch (overhead, speedup)")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--delay", type=float, default=0.2, help="seconds per model call in the speedup batch")
+    parser.add_argument("--memory-trials", type=int, default=500)
     args = parser.parse_args(argv)
-    asyncio.run(bench(args.model, args.trials, args.concurrency))
+    asyncio.run(bench(args))
     return 0
 
 

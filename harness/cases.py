@@ -149,8 +149,17 @@ def _resolve_fixture(name: str, case_file: Path) -> Path:
     for folder in (case_file.parent / "fixtures", case_file.parent.parent / "fixtures", BUNDLED_FIXTURES):
         candidate = folder / f"{name}.sql"
         if candidate.is_file():
+            _check_utf8(candidate)
             return candidate
     raise ValueError(f"fixture '{name}' not found (looked for {name}.sql beside the file and in {BUNDLED_FIXTURES})")
+
+
+def _check_utf8(path: Path) -> None:
+    """A fixture must be UTF-8 text: found now, naming the file, not as a failed trial later."""
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"fixture {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 def load_file(path: Path) -> list[Case]:

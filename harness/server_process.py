@@ -127,6 +127,7 @@ class LocalServer:
         if self.endpoints is not None and self.alive:
             return self.endpoints
         if not self.alive:
+            self.endpoints = None  # while it restarts, nobody may take the old address for current
             self._spawn()
         deadline = time.monotonic() + self.startup_timeout
         while True:

@@ -84,7 +84,9 @@ class TrialRunner:
             if self._server is None:
                 self._server = LocalServer(token=self._token, descriptions=self.settings.server_descriptions)
             self._endpoints = await self._server.start()
-            return local_backend(self.settings, self._endpoints, self._server.token)
+            backend = local_backend(self.settings, self._endpoints, self._server.token)
+            backend.api.recover = self._follow_server  # a restarted server is followed, not lost
+            return backend
         return remote_backend(self.settings)
 
     def _backend_current(self) -> bool:
@@ -92,19 +94,42 @@ class TrialRunner:
         return server is None or (server.alive and server.endpoints == self._endpoints)
 
     async def _ensure_server(self) -> None:
-        """Follow a local server that died (restart it) or was restarted by another runner (new port)."""
+        """Follow a local server that died (restart it) or was restarted by another runner (new port).
+
+        The backend is kept and its API client re-pointed, so trials in flight keep a working client
+        (their own calls follow the server through `_follow_server`)."""
         if self._backend_current():
             return
         if self._restart_lock is None:
             self._restart_lock = asyncio.Lock()
         async with self._restart_lock:
-            if self._backend_current():
+            if self._backend_current() or self._server is None:
                 return
-            if self._server is not None and not self._server.alive:
+            if not self._server.alive:
                 print(f"harness: local server died; restarting:\n{self._server.stderr_tail(10)}", file=sys.stderr)
-            old, self.backend = self.backend, await self._build_backend()
-            if old is not None:
-                await old.api.aclose()
+            endpoints = await self._server.start()
+            self._endpoints = endpoints
+            if self.backend is not None:
+                self.backend.api.retarget(endpoints.api_url)
+                if isinstance(self.backend.mcp_target, str):
+                    self.backend.mcp_target = endpoints.mcp_url
+
+    async def _follow_server(self) -> str | None:
+        """The API URL to retry at after a failed connection, or None when nothing changed."""
+        if self._server is None:
+            return None
+        if self._restart_lock is not None and self._restart_lock.locked():
+            async with self._restart_lock:  # a restart is under way: retry once it is done
+                pass
+            return self._endpoints.api_url if self._endpoints is not None else None
+        for _ in range(40):  # a killed server drops its connections a moment before it is reaped
+            if not self._backend_current():
+                break
+            await asyncio.sleep(0.05)
+        else:
+            return None
+        await self._ensure_server()
+        return self._endpoints.api_url if self._endpoints is not None else None
 
     async def aclose(self) -> None:
         """Close clients; stop the server this runner started."""
@@ -221,6 +246,19 @@ class TrialRunner:
                         clock = time.perf_counter()
                         record.expected = await expected_from_copy(backend.api, start_copy, case)
                         timings["expected"] = round(timings["expected"] + _lap(clock), 4)
+                    failed = [
+                        f"{name}: {snap.error}"
+                        for name, snap in (
+                            ("before", record.before),
+                            ("after", record.after),
+                            ("expected", record.expected),
+                        )
+                        if snap is not None and snap.error
+                    ]
+                    if failed and record.outcome == "ok":
+                        # Without its snapshots the trial proves nothing about main: never a pass.
+                        record.outcome = "infra_error"
+                        record.error = "snapshot failed: " + "; ".join(failed)
                 finally:
                     if start_copy is not None:
                         problem = await delete_copy(backend.api, start_copy)

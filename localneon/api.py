@@ -8,6 +8,8 @@ work is synchronous, so every returned operation is already ``finished``.
 from __future__ import annotations
 
 import json
+import sys
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -119,6 +121,11 @@ class Api:
             return await run_in_threadpool(fn)
         except LocalNeonError as exc:
             return error(exc.status, exc.message, exc.code)
+        except Exception as exc:
+            # An unexpected failure (PostgreSQL refused, a bug): the client gets the real reason in
+            # Neon's error body, not a bare "Internal Server Error"; the traceback goes to stderr.
+            traceback.print_exc(file=sys.stderr)
+            return error(500, f"{type(exc).__name__}: {str(exc).strip()}", "internal_error")
 
     # Projects
     async def list_projects(self, request: Request) -> Response:

@@ -11,7 +11,7 @@ import pytest
 from harness.cases import DatasetError, load_cases
 from harness.config import ConfigError, Settings
 from tests.evals.cli import REPO_ROOT, offline_env
-from tests.faults.conftest import SMALL_DATASET
+from tests.faults.conftest import EVAL_FILE, SMALL_DATASET, World, fault_env
 
 NOT_UTF8 = "version: 1\ncases: []\n# caf\xe9 in Latin-1\n".encode("latin-1")
 
@@ -58,3 +58,28 @@ def test_braintrust_eval_run_directly_on_a_broken_dataset_exits_non_zero(tmp_pat
     assert completed.returncode == 2, completed.stderr[-3000:]
     assert f"{dataset}: case 'fault-add-note': reference_sql does not parse" in completed.stderr
     assert not results.exists() or not any(results.rglob("trials.jsonl"))
+
+
+def test_a_reference_sql_that_does_not_run_on_its_fixture_stops_the_run(
+    world: World, dataset: Path, tmp_path: Path
+) -> None:
+    """It parses, so the loader passes it; run on the fixture (rolled back), it fails: the case is named."""
+    dataset.write_text(
+        SMALL_DATASET.replace("ALTER TABLE comments ADD COLUMN rating", "ALTER TABLE reviews ADD COLUMN rating")
+    )
+    results = tmp_path / "results"
+    completed = subprocess.run(
+        [str(Path(sys.executable).parent / "braintrust"), "eval", "--no-send-logs", EVAL_FILE],
+        cwd=REPO_ROOT,
+        env=fault_env(world, results, dataset),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    expected = f"{dataset}: case 'fault-add-rating': reference_sql does not run on fixture 'blog': "
+    assert expected + 'relation "reviews" does not exist' in completed.stderr
+    assert "fault-add-note" not in completed.stderr.split("stopping before any trial", 1)[1]
+    assert not results.exists() or not any(results.rglob("trials.jsonl")), "no trial may run"
+    world.assert_clean(completed.stderr)

@@ -2,7 +2,8 @@
 
 Why its own client: the parts clients get wrong are here once. Mutating calls return
 `operations` that must finish before the next call on the project; 423/429/503 are retried with
-backoff (honouring Retry-After); lists are paginated (projects by `pagination.cursor`, branches
+backoff (honouring Retry-After); a server that restarted elsewhere (`recover`) is followed, and the
+call repeated when that is safe; lists are paginated (projects by `pagination.cursor`, branches
 by `pagination.next`); branches the harness creates get `expires_at` as a safety net; errors name
 the call and Neon's `{code, message}`, and never carry the key.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,8 +53,10 @@ class NeonAPI:
         backoff: float = 0.5,
         operation_poll: float = 0.5,
         operation_timeout: float = 300.0,
+        recover: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.recover = recover  # called when the server is unreachable: the new base URL if it was restarted
         key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
         self._secrets = [key] if key else []
         headers = {"Accept": "application/json"}
@@ -66,6 +70,11 @@ class NeonAPI:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    def retarget(self, base_url: str) -> None:
+        """Send every later call to `base_url` (a restarted local server listens on a new port)."""
+        self.base_url = base_url.rstrip("/")
+        self._client.base_url = httpx.URL(self.base_url)
 
     async def __aenter__(self) -> NeonAPI:
         return self
@@ -87,11 +96,20 @@ class NeonAPI:
         """One call with retries on 423/429/503 and transport errors for idempotent reads."""
         call = f"{method} {path}"
         clean_params = {k: v for k, v in (params or {}).items() if v is not None}
-        attempt = 0
+        attempt = recoveries = 0
         while True:
             try:
                 response = await self._client.request(method, path, json=json, params=clean_params or None)
             except httpx.TransportError as error:
+                # A refused connection never reached the server; a GET or DELETE may be repeated anyway.
+                repeatable = isinstance(error, httpx.ConnectError) or method in ("GET", "DELETE")
+                if self.recover is not None and recoveries < 3:
+                    recoveries += 1
+                    restarted = await self.recover()  # later calls go to a restarted server either way
+                    if restarted:
+                        self.retarget(restarted)
+                        if repeatable:
+                            continue
                 if method == "GET" and attempt < self.max_retries:
                     attempt += 1
                     await asyncio.sleep(self._delay(attempt, None))

@@ -4,7 +4,9 @@ Why by name and age: a trial's sandbox is deleted in every outcome the process s
 killed process leaves its project (or, on a Neon pool, its branches). Projects named with the eval
 prefix and older than the threshold are deleted; on pool projects, branches that are neither the
 default nor the golden branch and are older than the threshold are deleted. Pool projects and
-golden branches are never deleted.
+golden branches are never deleted. A run killed outright (SIGKILL) is known by its owner entry
+(`harness.liveness`): its projects are deleted whatever their age, and the local server it left
+running in its own session is stopped, with its temp folder.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from harness import liveness
 from harness.config import ConfigError, Settings
 from harness.server_process import LocalServer
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.conventions import EVAL_PREFIX
+from harness.servers.neon.sandbox import project_name
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -31,6 +35,7 @@ class SweepReport:
     projects: list[str] = field(default_factory=list)
     branches: list[str] = field(default_factory=list)  # "project_id/branch_id (name)"
     errors: list[str] = field(default_factory=list)
+    servers: list[str] = field(default_factory=list)  # orphaned local servers stopped
 
 
 def parse_age(text: str) -> timedelta:
@@ -65,13 +70,17 @@ async def sweep(
     pool: tuple[str, ...] = (),
     golden: str = "golden",
     dry_run: bool = False,
+    killed_runs: tuple[str, ...] = (),
 ) -> SweepReport:
-    """Delete leftovers older than `older_than`; return what was deleted."""
+    """Delete leftovers older than `older_than`, and those of `killed_runs` whatever their age."""
     report = SweepReport()
     cutoff = datetime.now(UTC) - older_than
+    killed = tuple(project_name(run_id, "") for run_id in killed_runs)
     for project in await api.list_projects(search=prefix):
         name = str(project.get("name", ""))
-        if project["id"] in pool or not name.startswith(prefix) or not _old(project, cutoff):
+        if project["id"] in pool or not name.startswith(prefix):
+            continue
+        if not _old(project, cutoff) and not (killed and name.startswith(killed)):
             continue
         report.projects.append(project["id"])
         if not dry_run:
@@ -107,6 +116,7 @@ async def _main(args: argparse.Namespace) -> int:
         server = LocalServer()
         endpoints = await server.start()
         api = NeonAPI(endpoints.api_url, None, operation_poll=0.05)
+    killed = liveness.dead_runs()  # registered by a process that is gone: killed, never cleaned up
     try:
         pool = settings.neon_project_pool if kind == "neon" else ()
         report = await sweep(
@@ -116,19 +126,32 @@ async def _main(args: argparse.Namespace) -> int:
             pool=pool,
             golden=settings.neon_golden_branch,
             dry_run=args.dry_run,
+            killed_runs=tuple(entry.run_id for entry in killed),
         )
     finally:
         await api.aclose()
         if server is not None:
             server.stop()
     verb = "would delete" if args.dry_run else "deleted"
+    if not args.dry_run:
+        if not report.errors:
+            for entry in killed:
+                liveness.forget(entry)
+        for entry in liveness.orphan_servers():
+            if liveness.stop_orphan(entry):
+                report.servers.append(str(entry.pid))
+    for pid in report.servers:
+        print(f"stopped local server {pid} (its run was killed)")
     for project_id in report.projects:
         print(f"{verb} project {project_id}")
     for branch in report.branches:
         print(f"{verb} branch {branch}")
     for error in report.errors:
         print(f"error: {error}", file=sys.stderr)
-    print(f"janitor: {verb} {len(report.projects)} project(s) and {len(report.branches)} branch(es)")
+    print(
+        f"janitor: {verb} {len(report.projects)} project(s) and {len(report.branches)} branch(es); "
+        f"stopped {len(report.servers)} orphaned local server(s)"
+    )
     return 1 if report.errors else 0
 
 

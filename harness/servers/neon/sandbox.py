@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 
 from harness.cases import Case
-from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.conventions import EVAL_PREFIX
 
 DEFAULT_DATABASE = "neondb"
@@ -145,7 +145,17 @@ class LocalProjectSandbox:
         self.run_id = run_id
 
     async def _create(self, case: Case, label: str) -> SandboxInfo:
-        body = await self.api.create_project(project_name(self.run_id, label))
+        name = project_name(self.run_id, label)
+        try:
+            body = await self.api.create_project(name)
+        except NeonAPIError as error:
+            if error.status is not None:
+                raise
+            # No answer (the server went away mid-request and was restarted): whatever it made of
+            # the request is removed, and the project is created again.
+            for stale in await self._projects_named(name, waits=(0.0,)):
+                await self.api.delete_project(stale)
+            body = await self.api.create_project(name)
         project_id = body["project"]["id"]
         branch = body.get("branch") or await self.api.default_branch(project_id)
         info = SandboxInfo(project_id, branch["id"], branch.get("name", "main"), _database_from(body), _role_from(body))

@@ -7,6 +7,8 @@ never raises into a trial: failures go into `Snapshot.error`, so a scorer can sa
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
 from psycopg import sql
 
@@ -43,17 +45,26 @@ async def fingerprint(uri: str) -> dict[str, TableFingerprint]:
 
 
 async def capture(api: NeonAPI, project_id: str, branch_id: str, database: str, role: str) -> Snapshot:
-    """Snapshot a branch: schema via `GET .../schema?format=sql`, data via the connection URI."""
+    """Snapshot a branch: schema via `GET .../schema?format=sql`, data via the connection URI.
+
+    The two halves are independent, so they run at once (a trial waits for the slower, not both)."""
     snapshot = Snapshot()
-    problems: list[str] = []
-    try:
-        snapshot.schema_sql = await api.branch_schema(project_id, branch_id, database)
-    except Exception as error:
-        problems.append(f"schema: {type(error).__name__}: {error}")
-    try:
-        uri = await api.connection_uri(project_id, branch_id, database, role)
-        snapshot.tables = await fingerprint(uri)
-    except Exception as error:
-        problems.append(f"data: {type(error).__name__}: {error}")
+
+    async def schema() -> str | None:
+        try:
+            snapshot.schema_sql = await api.branch_schema(project_id, branch_id, database)
+        except Exception as error:
+            return f"schema: {type(error).__name__}: {error}"
+        return None
+
+    async def data() -> str | None:
+        try:
+            uri = await api.connection_uri(project_id, branch_id, database, role)
+            snapshot.tables = await fingerprint(uri)
+        except Exception as error:
+            return f"data: {type(error).__name__}: {error}"
+        return None
+
+    problems = [problem for problem in await asyncio.gather(schema(), data()) if problem]
     snapshot.error = "; ".join(problems) or None
     return snapshot

@@ -1,0 +1,88 @@
+"""Check a dataset against its fixtures before any trial: each case's `reference_sql` must run.
+
+Why: a reference SQL that fails on its fixture (a typo in a column name, a table the fixture lacks)
+parses fine, so the loader accepts it, and every trial of the case then scores the agent for the
+dataset's mistake. Each case's SQL runs once on a sandbox loaded with its fixture, inside a
+transaction that is always rolled back, through the server's API like any trial (the harness never
+reaches the local server's internals). One sandbox per fixture; results are cached per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import secrets
+import sys
+from collections import defaultdict
+
+import psycopg
+
+from harness.cases import Case, DatasetError
+from harness.config import Settings
+from harness.shared import shared_local_server
+from harness.trial import TrialRunner, describe_error
+
+_CHECKED: set[tuple[str, str, str]] = set()  # (server, fixture path, sql) already known to run
+
+
+def _key(settings: Settings, case: Case) -> tuple[str, str, str]:
+    return (settings.server, str(case.fixture_path), case.reference_sql or "")
+
+
+async def reference_sql_problems(settings: Settings, cases: list[Case]) -> list[str]:
+    """One message per case whose reference SQL fails on its fixture (file, case, fixture, error)."""
+    pending = [case for case in cases if case.reference_sql and _key(settings, case) not in _CHECKED]
+    if not pending:
+        return []
+    by_fixture: dict[str, list[Case]] = defaultdict(list)
+    for case in pending:
+        by_fixture[str(case.fixture_path)].append(case)
+    problems: list[str] = []
+    probe = settings.model_copy(update={"model": "control:oracle"})
+    async with TrialRunner(probe, local_server=shared_local_server(probe), write_results=False) as runner:
+        assert runner.backend is not None
+        sandbox, api = runner.backend.sandbox, runner.backend.api
+        for group in by_fixture.values():
+            label = f"{secrets.token_hex(3)}-check-{group[0].fixture}"
+            async with sandbox.open(group[0], label) as info:
+                uri = await api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+                async with await psycopg.AsyncConnection.connect(uri, connect_timeout=20) as conn:
+                    for case in group:
+                        try:
+                            async with conn.transaction(force_rollback=True):
+                                await conn.execute((case.reference_sql or "").encode())
+                        except psycopg.errors.DatabaseError as error:
+                            if error.sqlstate is None:
+                                raise  # the connection failed, not the SQL
+                            if error.sqlstate == "25001":
+                                continue  # e.g. CREATE INDEX CONCURRENTLY: cannot be tried in a transaction
+                            problems.append(
+                                f"{case.source_file}: case '{case.id}': reference_sql does not run on fixture "
+                                f"'{case.fixture}': {str(error).strip()}"
+                            )
+                        else:
+                            _CHECKED.add(_key(settings, case))
+    return problems
+
+
+def check_reference_sql(settings: Settings, cases: list[Case], timeout: float = 300.0) -> None:
+    """Raise DatasetError naming every case whose reference SQL fails on its fixture.
+
+    Callable from synchronous code inside a running loop (a worker thread runs the check). When
+    the server cannot be reached, the check is skipped with a warning: the trials will report it.
+    """
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(asyncio.run, reference_sql_problems(settings, cases))
+    try:
+        problems = future.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        print(f"harness: reference SQL not checked (no answer within {timeout:.0f}s)", file=sys.stderr)
+        return
+    except Exception as error:
+        reason = settings.scrub(describe_error(error))
+        print(f"harness: reference SQL not checked (the server failed: {reason})", file=sys.stderr)
+        return
+    finally:
+        pool.shutdown(wait=False)
+    if problems:
+        raise DatasetError("\n".join(problems))

@@ -1,0 +1,49 @@
+"""A run killed outright (SIGKILL: no cleanup at all) leaves projects and a running local server;
+`make janitor` finds all of it, whatever its age, and removes it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.evals.cli import REPO_ROOT
+from tests.faults.conftest import EVAL_FILE, World, fault_env, processes_of, wait_for_records
+
+
+def test_the_janitor_removes_everything_a_killed_run_left(world: World, dataset: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    env = fault_env(world, results, dataset, EVAL_TRIALS="4", EVAL_CONCURRENCY="2", EVAL_MODEL="control:oracle")
+    command = [str(Path(sys.executable).parent / "braintrust"), "eval", "--no-send-logs", "--no-progress-bars"]
+    cli = subprocess.Popen(
+        [*command, EVAL_FILE],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for_records(cli, results / world.run_id / "trials.jsonl", 1)
+        os.killpg(cli.pid, signal.SIGKILL)
+    finally:
+        cli.wait(30)
+    left = world.leftovers()
+    assert left["projects"] and any("-m localneon" in line for line in processes_of(world.tmp)), left
+
+    janitor = subprocess.run(
+        [sys.executable, "-m", "harness.servers.neon.janitor"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert janitor.returncode == 0, janitor.stderr[-3000:]
+    assert "stopped local server" in janitor.stdout, janitor.stdout
+    assert janitor.stdout.count("deleted project ") >= len(left["projects"]), janitor.stdout  # type: ignore[arg-type]
+    world.assert_clean(janitor.stdout + janitor.stderr)
