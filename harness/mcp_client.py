@@ -11,15 +11,18 @@ import copy
 import json
 import os
 import shlex
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+import httpx2
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 MAX_TOOL_PAGES = 100
 
@@ -151,13 +154,23 @@ def stdio_parameters(command: str, env: dict[str, str] | None = None) -> StdioSe
     return StdioServerParameters(command=parts[0], args=parts[1:], env={**passed, **(env or {})})
 
 
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx2's default TLS context (system or certifi CAs, `SSL_CERT_FILE` honoured), made once."""
+    return httpx2.create_ssl_context()
+
+
 @asynccontextmanager
 async def connect(
     target: str | StdioServerParameters, headers: dict[str, str] | None = None, timeout: float = 120.0
 ) -> AsyncIterator[MCPConnection]:
     """Connect to an MCP server: a URL (Streamable HTTP, with headers) or stdio parameters."""
     if isinstance(target, str):
-        http = create_mcp_http_client(headers=headers)
+        # As `mcp.shared._httpx_utils.create_mcp_http_client`, but the client made per trial reuses
+        # one TLS context: building it (loading every CA certificate) was the largest CPU cost of a
+        # control-agent trial in the harness.
+        timeout_config = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+        http = httpx2.AsyncClient(timeout=timeout_config, headers=headers, verify=_tls_context())
         async with http:
             transport = streamable_http_client(target, http_client=http)
             async with Client(transport, read_timeout_seconds=timeout, cache=None) as client:

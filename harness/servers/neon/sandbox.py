@@ -149,12 +149,16 @@ class LocalProjectSandbox:
         try:
             body = await self.api.create_project(name)
         except NeonAPIError as error:
-            if error.status is not None:
+            if error.status is not None or self.api.recover is None:
                 raise
-            # No answer (the server went away mid-request and was restarted): whatever it made of
-            # the request is removed, and the project is created again.
-            for stale in await self._projects_named(name, waits=(0.0,)):
-                await self.api.delete_project(stale)
+            # No answer (the local server went away mid-request and was restarted): whatever it made
+            # of the request is removed, and the project is created again.
+            try:
+                stale = await self._projects_named(name, waits=(0.0,))
+            except NeonAPIError:
+                raise error from None
+            for project_id in stale:
+                await self.api.delete_project(project_id)
             body = await self.api.create_project(name)
         project_id = body["project"]["id"]
         branch = body.get("branch") or await self.api.default_branch(project_id)
