@@ -104,6 +104,10 @@ async def sweep(
 
 async def _main(args: argparse.Namespace) -> int:
     settings = Settings.from_env(warn=False)
+    stopped: list[str] = []
+    if not args.dry_run:
+        # First, so that requests a killed run left in flight finish (or stop) before the sweep looks.
+        stopped = [str(entry.pid) for entry in liveness.orphan_servers() if liveness.stop_orphan(entry)]
     server: LocalServer | None = None
     kind = settings.server_kind
     key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
@@ -133,13 +137,10 @@ async def _main(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
     verb = "would delete" if args.dry_run else "deleted"
-    if not args.dry_run:
-        if not report.errors:
-            for entry in killed:
-                liveness.forget(entry)
-        for entry in liveness.orphan_servers():
-            if liveness.stop_orphan(entry):
-                report.servers.append(str(entry.pid))
+    report.servers = stopped
+    if not args.dry_run and not report.errors:
+        for entry in killed:
+            liveness.forget(entry)
     for pid in report.servers:
         print(f"stopped local server {pid} (its run was killed)")
     for project_id in report.projects:
