@@ -19,6 +19,7 @@ from types import FrameType
 
 from dotenv import load_dotenv
 
+from harness.providers.registry import model_key_variables
 from scorers.judge import judge_settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = list(sys.argv[1:] if argv is None else argv)
     if not os.environ.get("BRAINTRUST_API_KEY"):
         print("evals: no BRAINTRUST_API_KEY, running in Braintrust's local mode (--no-send-logs)", file=sys.stderr)
-    has_model_key = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY"))
+    has_model_key = any(os.environ.get(name) for name in model_key_variables())
     if not has_model_key and not os.environ.get("EVAL_TRIALS"):
         os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
     judge = judge_settings()

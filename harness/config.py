@@ -20,12 +20,13 @@ from typing import Any
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from harness.pricing import CONTROL_AGENTS, CONTROL_MODELS, DEFAULT_MODEL
+from harness.model_rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning
+from harness.providers.control import FALLBACK_MODELS
+from harness.providers.registry import declared_env, provider_spec, provider_specs, rules_for
 
 DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
 DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"
 REDACTED = "[REDACTED]"
-PROVIDERS = ("anthropic", "openai", "control")
 
 
 class ConfigError(ValueError):
@@ -41,10 +42,8 @@ class Settings(BaseModel):
     models: tuple[str, ...] = (DEFAULT_MODEL,)  # every model EVAL_MODEL names (comma-separated), in order
     model_explicit: bool = False  # EVAL_MODEL was set
     fallback_reason: str | None = None  # why a control agent replaced the default model
-    anthropic_api_key: SecretStr | None = None
-    anthropic_base_url: str | None = None
-    openai_api_key: SecretStr | None = None
-    openai_base_url: str | None = None
+    # (variable, value) for every variable a registered provider declares and the environment sets
+    provider_env: tuple[tuple[str, SecretStr], ...] = ()
     server: str = "local"  # "local" | "neon" | http(s) URL | stdio command
     neon_api_key: SecretStr | None = None
     neon_api_url: str = DEFAULT_NEON_API_URL
@@ -52,7 +51,7 @@ class Settings(BaseModel):
     neon_project_pool: tuple[str, ...] = ()
     neon_golden_branch: str = "golden"
     max_turns: int = Field(default=12, ge=1)
-    max_tokens: int = Field(default=4096, ge=1)
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     temperature: float | None = None
     system_prompt: str | None = None
     trial_timeout: float = Field(default=300.0, gt=0)
@@ -88,13 +87,20 @@ class Settings(BaseModel):
         return "stdio"
 
     def for_model(self, model: str) -> Settings:
-        """A copy that runs `model` (one of a comma-separated EVAL_MODEL list); keys are checked."""
-        _check_model(model, self.anthropic_api_key, self.openai_api_key)
+        """A copy that runs `model` (one of a comma-separated EVAL_MODEL list); keys and rules are checked."""
+        check_model(model, self.provider_values(), self.temperature, self.max_tokens)
         return self.model_copy(update={"model": model})
+
+    def provider_values(self) -> dict[str, str]:
+        """The provider variables that are set, by name (secrets included: for building clients only)."""
+        return {name: value.get_secret_value() for name, value in self.provider_env}
 
     def secret_values(self) -> list[str]:
         """Every secret value this configuration holds (for scrubbing recorded text)."""
-        found = [s.get_secret_value() for s in (self.anthropic_api_key, self.openai_api_key, self.neon_api_key) if s]
+        secret_names = {var.name for var in declared_env() if var.secret}
+        found = [value.get_secret_value() for name, value in self.provider_env if name in secret_names]
+        if self.neon_api_key:
+            found.append(self.neon_api_key.get_secret_value())
         return [value for value in found if value]
 
     def scrub(self, text: str, extra: list[str] | None = None) -> str:
@@ -102,9 +108,12 @@ class Settings(BaseModel):
 
     def public(self) -> dict[str, Any]:
         """The settings as plain JSON-able data with secrets reduced to whether they are set."""
-        data = self.model_dump(mode="json")
-        for name in ("anthropic_api_key", "openai_api_key", "neon_api_key"):
-            data[name] = REDACTED if getattr(self, name) is not None else None
+        data = self.model_dump(mode="json", exclude={"provider_env"})
+        data["neon_api_key"] = REDACTED if self.neon_api_key is not None else None
+        values = self.provider_values()
+        for var in declared_env():
+            value = values.get(var.name)
+            data[var.name.lower()] = (REDACTED if var.secret else self.scrub(value)) if value else None
         return data
 
     @classmethod
@@ -127,8 +136,11 @@ class Settings(BaseModel):
             merged.update({k: v for k, v in values.items() if v is not None})
         merged.update(os.environ if env is None else env)
         settings = _parse(merged)
-        if warn and settings.fallback_reason:
-            print(f"harness: WARNING: {settings.fallback_reason}", file=sys.stderr, flush=True)
+        if warn:
+            notices = [settings.fallback_reason] if settings.fallback_reason else []
+            notices += [notice for model in settings.models if (notice := deprecation_warning(model))]
+            for notice in notices:
+                print(f"harness: WARNING: {notice}", file=sys.stderr, flush=True)
         return settings
 
 
@@ -144,21 +156,30 @@ def scrub(text: str, values: list[str]) -> str:
     return text
 
 
-def _check_model(model: str, anthropic_key: SecretStr | None, openai_key: SecretStr | None) -> None:
-    """Raise ConfigError when `model` is malformed or its provider's key is missing."""
-    provider, sep, name = model.partition(":")
-    if not sep or not name or provider not in PROVIDERS:
+def check_model(
+    model: str, values: Mapping[str, str], temperature: float | None = None, max_tokens: int | None = None
+) -> None:
+    """Raise ConfigError when `model` is malformed, unknown, lacks its provider's variables, or refuses
+    the sampling settings: all before the first trial, so a run never turns into a pile of 400s."""
+    prefix, sep, name = model.partition(":")
+    spec = provider_spec(prefix)
+    if not sep or spec is None:
+        shapes = ", ".join(f"'{known}:<model>'" for known in sorted(provider_specs()))
+        raise ConfigError(f"EVAL_MODEL: {model!r} must look like one of {shapes}")
+    problem = spec.check_name(name)
+    if problem:
+        raise ConfigError(f"EVAL_MODEL: {problem}")
+    for var in spec.missing(values):
+        raise ConfigError(f"EVAL_MODEL={model} needs {var.name}{var.hint}, which is not set")
+    rules = rules_for(model)
+    if rules is None:
+        return
+    refusal = rules.refusal(temperature)
+    if refusal:
+        raise ConfigError(refusal)
+    if max_tokens is not None and rules.max_output_tokens is not None and max_tokens > rules.max_output_tokens:
         raise ConfigError(
-            f"EVAL_MODEL: {model!r} must look like 'anthropic:<model>', 'openai:<model>' or one of {CONTROL_MODELS}"
-        )
-    if provider == "control" and model not in CONTROL_AGENTS:
-        raise ConfigError(f"EVAL_MODEL: unknown control agent {model!r} (known: {', '.join(CONTROL_AGENTS)})")
-    if provider == "anthropic" and anthropic_key is None:
-        raise ConfigError(f"EVAL_MODEL={model} needs ANTHROPIC_API_KEY, which is not set")
-    if provider == "openai" and openai_key is None:
-        raise ConfigError(
-            f"EVAL_MODEL={model} needs OPENAI_API_KEY (any non-empty value for endpoints without auth), "
-            "which is not set"
+            f"EVAL_MAX_TOKENS={max_tokens} is above {model}'s output limit of {rules.max_output_tokens} tokens"
         )
 
 
@@ -182,30 +203,33 @@ def _secret(env: Mapping[str, str], name: str) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
-def _parse(env: Mapping[str, str]) -> Settings:
-    values: dict[str, Any] = {}
-    anthropic_key = _secret(env, "ANTHROPIC_API_KEY")
-    openai_key = _secret(env, "OPENAI_API_KEY")
+def _models(env: Mapping[str, str], provider_values: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """The models to run and, when control agents stand in for the default model, why."""
     explicit = _get(env, "EVAL_MODEL")
-    fallback_reason = None
     if explicit:
         models = tuple(m.strip() for m in explicit.split(",") if m.strip())
         if not models:
             raise ConfigError("EVAL_MODEL names no model")
-        for model in models:
-            _check_model(model, anthropic_key, openai_key)
-    elif anthropic_key is None:
-        fallback_reason = (
-            f"no ANTHROPIC_API_KEY and no EVAL_MODEL: running the control agents {', '.join(CONTROL_MODELS)} "
+        return models, None
+    default_spec = provider_spec(DEFAULT_MODEL.partition(":")[0])
+    missing = default_spec.missing(provider_values) if default_spec else []
+    if missing:
+        reason = (
+            f"no {missing[0].name} and no EVAL_MODEL: running the control agents {', '.join(FALLBACK_MODELS)} "
             f"instead of {DEFAULT_MODEL}; these results measure no model"
         )
-        models = CONTROL_MODELS
-    else:
-        models = (DEFAULT_MODEL,)
-    values.update(model=models[0], models=models, model_explicit=explicit is not None, fallback_reason=fallback_reason)
-    values.update(anthropic_api_key=anthropic_key, openai_api_key=openai_key)
-    values["anthropic_base_url"] = _get(env, "ANTHROPIC_BASE_URL")
-    values["openai_base_url"] = _get(env, "OPENAI_BASE_URL")
+        return FALLBACK_MODELS, reason
+    return (DEFAULT_MODEL,), None
+
+
+def _parse(env: Mapping[str, str]) -> Settings:
+    values: dict[str, Any] = {}
+    provider_env = tuple((var.name, SecretStr(value)) for var in declared_env() if (value := _get(env, var.name)))
+    provider_values = {name: secret.get_secret_value() for name, secret in provider_env}
+    models, fallback_reason = _models(env, provider_values)
+    explicit = _get(env, "EVAL_MODEL") is not None
+    values.update(model=models[0], models=models, model_explicit=explicit, fallback_reason=fallback_reason)
+    values["provider_env"] = provider_env
 
     server = _get(env, "EVAL_SERVER") or "local"
     values["server"] = server
@@ -258,6 +282,8 @@ def _parse(env: Mapping[str, str]) -> Settings:
             raise ConfigError(f"EVAL_TOOL_FILTER is not a valid regular expression: {error}") from error
         values["tool_filter"] = tool_filter
     values["results_dir"] = Path(_get(env, "EVAL_RESULTS_DIR") or "results")
+    for model in models:
+        check_model(model, provider_values, values.get("temperature"), values.get("max_tokens"))
     run_id = _get(env, "EVAL_RUN_ID")
     if run_id:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or set(run_id) == {"."}:

@@ -11,7 +11,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Outcome = Literal["ok", "turn_cap", "timeout", "infra_error"]
+# How a trial ended. Everything but "ok" and "infra_error" is the model's doing and scores as such;
+# "infra_error" (server, transport, API refusal of the request) cannot be judged and is n/a.
+# - ok: the model gave its final answer to the last user turn;
+# - turn_cap: it was still calling tools after EVAL_MAX_TURNS model calls;
+# - timeout: the trial ran past EVAL_TRIAL_TIMEOUT;
+# - max_tokens: its reply was cut at EVAL_MAX_TOKENS (stop_reason max_tokens): not a final answer;
+# - refusal: it declined (stop_reason refusal);
+# - context_window_exceeded: the conversation outgrew the model's context window
+#   (stop_reason model_context_window_exceeded).
+Outcome = Literal["ok", "turn_cap", "timeout", "max_tokens", "refusal", "context_window_exceeded", "infra_error"]
 
 DUMP_COMPLETE_MARKER = "PostgreSQL database dump complete"
 

@@ -19,8 +19,9 @@ from harness.cases import Case
 from harness.config import Settings
 from harness.liveness import register_run
 from harness.mcp_client import connect
-from harness.pricing import cost_usd
+from harness.model_rules import cost_usd
 from harness.providers import Provider, TrialContext, make_provider
+from harness.providers.registry import rules_for
 from harness.records import TrialConfig, TrialRecord
 from harness.server_process import LocalServer, ServerEndpoints
 from harness.servers.neon.backend import Backend, local_backend, remote_backend
@@ -198,7 +199,7 @@ class TrialRunner:
             record.timings["model"] = round(state.model_seconds, 4)
             record.timings["tools"] = round(state.tool_seconds, 4)
             record.duration_s = round(time.perf_counter() - started, 4)
-            record.cost_usd = cost_usd(self.settings.model, state.usage)
+            record.cost_usd = cost_usd(rules_for(self.settings.model), state.usage)
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             # The trial was cancelled but a library on the way swallowed the CancelledError (its

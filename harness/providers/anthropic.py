@@ -6,12 +6,15 @@ The SDK retries 429, 529 and 5xx itself (`max_retries`, honouring retry-after he
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import braintrust
 from anthropic import AsyncAnthropic
 
+from harness.model_rules import anthropic_rules
 from harness.providers.base import ModelTurn, Provider, TrialContext
+from harness.providers.registry import EnvVar, provider
 from harness.records import Usage
 
 
@@ -80,3 +83,12 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._raw.close()
+
+
+@provider(
+    "anthropic",
+    env=(EnvVar("ANTHROPIC_API_KEY", secret=True, required=True), EnvVar("ANTHROPIC_BASE_URL")),
+    rules=anthropic_rules,
+)
+def make_anthropic(name: str, env: Mapping[str, str]) -> Provider:
+    return AnthropicProvider(name, env["ANTHROPIC_API_KEY"], env.get("ANTHROPIC_BASE_URL"))

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pglast
 
 from harness.cases import Case
+from harness.model_rules import ModelRules, Price
 from harness.providers.base import ModelTurn, Provider, TrialContext
+from harness.providers.registry import provider
 from harness.records import Usage
 from harness.servers.neon.conventions import COMPLETE_TOOL, PREPARE_TOOL, RUN_SQL_TOOL, RUN_SQL_TRANSACTION_TOOL
 
@@ -322,3 +325,20 @@ def _is_tool_result(message: dict[str, Any]) -> bool:
         and isinstance(content, list)
         and any(block.get("type") == "tool_result" for block in content)
     )
+
+
+# Every control agent, by name: `control:<name>` builds `CONTROL_AGENTS[name](name)`. Adding an agent
+# is adding an entry (its class takes the name, and an optional TrialContext, like ControlAgent).
+CONTROL_AGENTS: dict[str, type[Provider]] = {"oracle": ControlAgent, "unsafe": ControlAgent}
+# What runs when no model key and no EVAL_MODEL are set: the two bounds of every score.
+FALLBACK_MODELS = ("control:oracle", "control:unsafe")
+
+
+def control_rules(name: str) -> ModelRules:
+    return ModelRules(f"control:{name}", Price(0.0, 0.0, 0.0, 0.0), status="scripted")
+
+
+@provider("control", models=lambda: tuple(CONTROL_AGENTS), rules=control_rules)
+def make_control_agent(name: str, env: Mapping[str, str]) -> Provider:
+    """A scripted agent; needs no key."""
+    return CONTROL_AGENTS[name](name)  # type: ignore[call-arg]

@@ -23,6 +23,7 @@ import bm25s
 
 from harness.providers.base import ModelTurn, Provider, TrialContext
 from harness.providers.control import (
+    CONTROL_AGENTS,
     PREPARE,
     ControlAgent,
     PastCall,
@@ -148,3 +149,6 @@ class LexicalAgent(ControlAgent):
             outcome = "it failed: " + _excerpt(first.result) if first.is_error else _excerpt(first.result, 300)
             return f"I made the change with {first.name}; {outcome}"
         return "It is already done; there is nothing left to do."
+
+
+CONTROL_AGENTS["lexical"] = LexicalAgent  # `control:lexical`

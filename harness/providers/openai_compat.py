@@ -8,12 +8,15 @@ chat completions has no error flag); the reply's `tool_calls` become `tool_use` 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import braintrust
 from openai import AsyncOpenAI
 
+from harness.model_rules import openai_rules
 from harness.providers.base import ModelTurn, Provider, TrialContext
+from harness.providers.registry import EnvVar, provider
 from harness.records import Usage
 
 
@@ -135,3 +138,20 @@ class OpenAICompatProvider:
 
     async def aclose(self) -> None:
         await self._raw.close()
+
+
+@provider(
+    "openai",
+    env=(
+        EnvVar(
+            "OPENAI_API_KEY",
+            secret=True,
+            required=True,
+            hint=" (any non-empty value for endpoints without auth)",
+        ),
+        EnvVar("OPENAI_BASE_URL"),
+    ),
+    rules=openai_rules,
+)
+def make_openai(name: str, env: Mapping[str, str]) -> Provider:
+    return OpenAICompatProvider(name, env["OPENAI_API_KEY"], env.get("OPENAI_BASE_URL"))

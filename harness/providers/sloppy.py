@@ -16,6 +16,7 @@ from typing import Any
 from harness.providers.base import ModelTurn
 from harness.providers.control import (
     COMPLETE,
+    CONTROL_AGENTS,
     PREPARE,
     RUN_SQL,
     ControlAgent,
@@ -93,3 +94,6 @@ class SloppyAgent(ControlAgent):
         if _is_tool_result(messages[-1]):
             return "All done: I applied the change to main and kept a backup branch, just in case."
         return "That is already done."
+
+
+CONTROL_AGENTS["sloppy"] = SloppyAgent  # `control:sloppy`

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import ConfigError, Settings
-from harness.pricing import CONTROL_MODELS, DEFAULT_MODEL
+from harness.model_rules import DEFAULT_MODEL
+from harness.providers.control import FALLBACK_MODELS as CONTROL_MODELS
 from harness.records import TrialConfig, TrialRecord
 from harness.store import ResultsStore, load_run
 from tests.harness.conftest import settings_from

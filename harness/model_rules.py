@@ -1,0 +1,183 @@
+"""What each model accepts and costs, in one table, so a model change is one edit here.
+
+Why a table: Claude models differ in ways that turn a whole run into errors when ignored. From
+Anthropic's model pages and "What's new in Claude Sonnet 5.5" (checked 2026-11-30):
+- Sonnet 5 and later, Haiku 5.5 and Opus 4.7 and later answer a 400 to `temperature`, `top_p` or
+  `top_k` set to anything but the default; the 4.5/4.6 generation and Haiku 4.5 still take them.
+- 5.x models think adaptively by default; manual `thinking: {type: enabled, budget_tokens}` is a
+  400. Signed `thinking` blocks must go back unchanged (Sonnet 5.5 ties them to the model and the
+  conversation); on Sonnet 5.5 the text between tool calls comes back inside thinking blocks.
+- Sonnet 5.5 refuses forced tool use (`tool_choice` any/tool); so do models whose thinking is
+  always on (Opus 5.5), as thinking has never been allowed with a forced tool choice.
+- Prices are US dollars per million tokens: input, output, 5-minute cache write, cache read.
+  Sonnet 5.5 cache reads were cut to $0.10 on 2026-10-07; Haiku 5.5's prices are its prompts-up-
+  to-100k tier (longer prompts cost 5x, which this table does not model).
+A model that is not listed has unknown rules: nothing is refused up front and its cost is None.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from harness.records import Usage
+
+Thinking = Literal["adaptive", "manual", "none"]
+
+
+@dataclass(frozen=True)
+class Price:
+    """Per-million-token prices; cache writes at the 5-minute rate (the default `cache_control`)."""
+
+    input: float
+    output: float
+    cache_write: float | None = None
+    cache_read: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelRules:
+    """What one model accepts; the provider builds every request from it."""
+
+    model: str  # "provider:name"
+    price: Price | None = None
+    sampling: bool = True  # accepts a non-default temperature / top_p / top_k
+    thinking: Thinking = "none"  # adaptive: on by default, budget_tokens is a 400; manual: opt-in budget
+    forced_tool_use: bool = True  # accepts tool_choice {"type": "any"} / {"type": "tool"}
+    text_in_thinking: bool = False  # text between tool calls comes back inside thinking blocks
+    max_output_tokens: int | None = None
+    context_window: int | None = None
+    status: Literal["current", "legacy", "deprecated", "scripted"] = "current"
+
+    def refusal(self, temperature: float | None) -> str | None:
+        """Why `temperature` cannot be sent to this model, or None when it can."""
+        if temperature is not None and not self.sampling:
+            return (
+                f"EVAL_TEMPERATURE={temperature:g} cannot be used with {self.model}: the model answers 400 to "
+                "temperature/top_p/top_k; unset EVAL_TEMPERATURE"
+            )
+        return None
+
+
+K = 1000
+
+
+def _claude5(name: str, price: Price, *, forced_tool_use: bool = True, **rest: object) -> ModelRules:
+    """A 5.x Claude model: adaptive thinking, no sampling parameters, 1M context, 128K output."""
+    return ModelRules(
+        f"anthropic:{name}",
+        price,
+        sampling=False,
+        thinking="adaptive",
+        forced_tool_use=forced_tool_use,
+        max_output_tokens=128 * K,
+        context_window=1000 * K,
+        **rest,  # type: ignore[arg-type]
+    )
+
+
+ANTHROPIC: dict[str, ModelRules] = {
+    rules.model: rules
+    for rules in (
+        _claude5("claude-sonnet-5-5", Price(2.0, 10.0, 2.50, 0.10), forced_tool_use=False, text_in_thinking=True),
+        _claude5("claude-haiku-5-5", Price(0.10, 0.50, 0.125, 0.01)),
+        _claude5("claude-opus-5-5", Price(4.0, 20.0, 5.00, 0.20), forced_tool_use=False),
+        _claude5("claude-sonnet-5", Price(2.0, 10.0, 2.50, 0.20), status="legacy"),
+        _claude5("claude-opus-5", Price(5.0, 25.0, 6.25, 0.50), status="legacy"),
+        ModelRules(
+            "anthropic:claude-sonnet-4-6",
+            Price(3.0, 15.0, 3.75, 0.30),
+            thinking="manual",
+            max_output_tokens=64 * K,
+            context_window=1000 * K,
+            status="legacy",
+        ),
+        ModelRules(
+            "anthropic:claude-haiku-4-5",
+            Price(1.0, 5.0, 1.25, 0.10),
+            thinking="manual",
+            max_output_tokens=64 * K,
+            context_window=200 * K,
+            status="legacy",
+        ),
+        ModelRules(
+            "anthropic:claude-sonnet-4-5",
+            Price(3.0, 15.0, 3.75, 0.30),
+            thinking="manual",
+            max_output_tokens=64 * K,
+            context_window=200 * K,
+            status="deprecated",
+        ),
+        ModelRules(
+            "anthropic:claude-opus-4-5",
+            Price(5.0, 25.0, 6.25, 0.50),
+            thinking="manual",
+            max_output_tokens=64 * K,
+            context_window=200 * K,
+            status="deprecated",
+        ),
+    )
+}
+
+OPENAI: dict[str, ModelRules] = {
+    "openai:gpt-4o": ModelRules("openai:gpt-4o", Price(2.5, 10.0, None, 1.25)),
+    "openai:gpt-4o-mini": ModelRules("openai:gpt-4o-mini", Price(0.15, 0.6, None, 0.075)),
+    "openai:gpt-4.1-mini": ModelRules("openai:gpt-4.1-mini", Price(0.40, 1.60, None, 0.10)),
+}
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5-5"
+DEFAULT_MODEL = f"anthropic:{DEFAULT_ANTHROPIC_MODEL}"
+# Adaptive thinking spends output tokens before the answer; leave room for both.
+DEFAULT_MAX_TOKENS = 16_000
+_DATED = re.compile(r"-\d{8}$")
+
+
+def anthropic_rules(name: str) -> ModelRules:
+    """Rules for a Claude model id (a dated snapshot id shares its alias's rules)."""
+    model = f"anthropic:{name}"
+    found = ANTHROPIC.get(model) or ANTHROPIC.get(_DATED.sub("", model))
+    return found or ModelRules(model)
+
+
+def openai_rules(name: str) -> ModelRules:
+    return OPENAI.get(f"openai:{name}") or ModelRules(f"openai:{name}")
+
+
+def cost_usd(rules: ModelRules | None, usage: Usage) -> float | None:
+    """Dollar cost of `usage` under `rules`, or None when the price is unknown (never guessed)."""
+    if rules is None or rules.price is None:
+        return None
+    price = rules.price
+    total = usage.input_tokens * price.input + usage.output_tokens * price.output
+    total += usage.cache_read_input_tokens * (price.cache_read if price.cache_read is not None else price.input)
+    total += usage.cache_creation_input_tokens * (price.cache_write if price.cache_write is not None else price.input)
+    return round(total / 1_000_000, 6)
+
+
+def end_of_life(name: str) -> str | None:
+    """The end-of-life date the installed Anthropic SDK lists for model `name`, if any."""
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:  # an SDK without the table: nothing known
+        return None
+    date = DEPRECATED_MODELS.get(name)
+    return str(date) if date else None
+
+
+def deprecation_warning(model: str, today: datetime | None = None) -> str | None:
+    """A loud line for a Claude model the SDK lists as deprecated ("provider:name"), naming its date."""
+    prefix, _, name = model.partition(":")
+    date = end_of_life(name) if prefix == "anthropic" else None
+    if date is None:
+        return None
+    try:
+        ends = datetime.strptime(re.sub(r"(\d)(st|nd|rd|th)", r"\1", date), "%B %d, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        ends = None
+    now = today or datetime.now(UTC)
+    if ends is not None and now.date() > ends.date():
+        return f"{model} reached end of life on {date}: Anthropic no longer serves it; use {DEFAULT_MODEL}"
+    today_note = " (today)" if ends is not None and now.date() == ends.date() else ""
+    return f"{model} is deprecated and reaches end of life on {date}{today_note}; move to {DEFAULT_MODEL}"
