@@ -87,10 +87,10 @@ def test_current_claude_models_refuse_temperature_and_legacy_ones_take_it() -> N
 
 
 def test_control_agents_are_one_entry_each(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ConfigError, match=r"unknown control model control:sloppy \(known: control:oracle"):
-        settings({"EVAL_MODEL": "control:sloppy"})
-    monkeypatch.setitem(control.CONTROL_AGENTS, "sloppy", control.ControlAgent)
-    assert settings({"EVAL_MODEL": "control:sloppy"}).model == "control:sloppy"
+    with pytest.raises(ConfigError, match=r"unknown control model control:careless \(known: control:oracle"):
+        settings({"EVAL_MODEL": "control:careless"})
+    monkeypatch.setitem(control.CONTROL_AGENTS, "careless", control.ControlAgent)
+    assert settings({"EVAL_MODEL": "control:careless"}).model == "control:careless"
 
 
 def test_deprecated_models_warn_with_their_date(capsys: pytest.CaptureFixture[str]) -> None:
