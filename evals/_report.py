@@ -22,6 +22,8 @@ from evals._gate import ExperimentReport, experiment_failures, parse_floors, run
 from evals._scoring import judge_error
 from evals._uploads import lost_rows
 from harness import trial_registry
+from harness.records import Usage, cache_hit_ratio
+from scorers.judge import judge_totals
 
 __all__ = ["REPORTER", "check_floor_names", "parse_floors"]
 
@@ -63,8 +65,16 @@ def per_case_scores(results: list[Any]) -> dict[str, dict[str, list[float | None
     return cases
 
 
+def usage_totals(results: list[Any]) -> dict[str, Any]:
+    """The experiment's prompt-cache hit ratio and the judge's own tokens and cost."""
+    trials = [_trial_fields(item.metadata or {}) for item in results]
+    usages = [Usage.model_validate(trial.get("usage") or {}) for trial in trials]
+    return {"cache_hit_ratio": cache_hit_ratio(usages), **judge_totals(trials)}
+
+
 def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> ExperimentReport:
     summary = summarise([trial_scores(item) for item in result.results])
+    usage = usage_totals(result.results)
     failures = [item for item in result.results if item.error]
     title = evaluator.experiment_name or evaluator.eval_name
     infra = [item for item in result.results if trial_scores(item).outcome == "infra_error"]
@@ -80,11 +90,13 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
             "stats": asdict(summary),
             "cases": per_case_scores(result.results),
             "judge_errors": len(judged),
+            "usage": usage,
         }
         print(json.dumps(line, default=str))
     else:
         print(str(result.summary))
         print(render(f"{title} · {(evaluator.metadata or {}).get('tool_count', '?')} tools", summary))
+        print("   " + " · ".join(f"{name} {value}" for name, value in usage.items()))
         for item in failures:
             print(f"   task error: {item.error!r}", file=sys.stderr)
     if infra:

@@ -48,6 +48,8 @@ def trial_metadata(record: TrialRecord) -> dict[str, Any]:
         "turns": record.turns,
         "cost_usd": record.cost_usd,
         "duration_s": record.duration_s,
+        "started_at": record.started_at,  # with case id and index, keys the judge's spend (scorers.judge)
+        "usage": record.usage.model_dump(mode="json"),  # a few counts: the cache hit ratio per experiment
     }
 
 

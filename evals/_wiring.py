@@ -31,6 +31,7 @@ from harness.shared import run_trial, shared_settings
 from harness.signals import sigterm_like_sigint
 from harness.toolview import DECOYS
 from scorers.adapters import SCORERS
+from scorers.judge import preflight
 from scorers.metrics import trial_metrics
 
 # The CLI logs at INFO; one line per HTTP request to the server under test drowns the summaries.
@@ -142,6 +143,7 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
     cases = load_cases(scenario=scenario)
     if not cases:
         return
+    preflight()  # a judge route that refuses stops the run here, not as hundreds of n/a scores
     check_reference_sql(base, cases)  # a reference SQL that fails on its fixture stops the run, naming the case
     trial_plan_settings = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
     trials = trial_plan_settings.max_trials

@@ -1,10 +1,14 @@
 """The Anthropic Messages tool loop, done right.
 
-Assistant `tool_use` blocks stay in the history; every `tool_use` of a turn is executed in order
-and answered by a `tool_result` (same id, `is_error` on failure) in the next user message; the
-loop goes on while the model asks for tools, under a cap on model calls; after each final answer
-the case's next follow-up is sent. State lives on an `AgentState` the caller owns, so a trial that
-times out or is cancelled still has its partial transcript.
+Assistant turns go back into the history exactly as they came (signed `thinking` blocks included:
+current models reject a history where one was changed or dropped); every `tool_use` of a turn is
+executed in order and answered by a `tool_result` (same id, `is_error` on failure) in the next user
+message; the loop goes on while the model asks for tools, under a cap on model calls; after each
+final answer the case's next follow-up is sent. `stop_reason` is read on every turn: a reply cut at
+max_tokens, a refusal or an overflowing context window ends the trial with that outcome (a cut
+reply is never taken as the answer); `pause_turn` sends the paused turn back so the model goes on.
+State lives on an `AgentState` the caller owns, so a trial that times out or is cancelled still has
+its partial transcript.
 """
 
 from __future__ import annotations
@@ -26,6 +30,15 @@ from harness.toolview import ToolView
 
 RESULT_EXCERPT = 4000
 EMPTY_ANSWER = "(the model returned no content)"
+# stop_reason -> the outcome that ends the trial, and why (a model's doing, not infrastructure).
+STOP_OUTCOMES: dict[str, tuple[Outcome, str]] = {
+    "max_tokens": ("max_tokens", "the reply was cut at EVAL_MAX_TOKENS={max_tokens} (stop_reason max_tokens)"),
+    "refusal": ("refusal", "the model declined to go on (stop_reason refusal)"),
+    "model_context_window_exceeded": (
+        "context_window_exceeded",
+        "the conversation outgrew the model's context window (stop_reason model_context_window_exceeded)",
+    ),
+}
 
 
 class InfraError(RuntimeError):
@@ -43,6 +56,7 @@ class AgentState:
     turns: int = 0
     follow_ups_sent: list[str] = field(default_factory=list)
     outcome: Outcome = "ok"
+    error: str | None = None  # why the outcome is not ok, when the loop decided it
     model_seconds: float = 0.0
     tool_seconds: float = 0.0
 
@@ -119,6 +133,7 @@ async def run_agent(
     state.messages.append({"role": "user", "content": first_input})
     pending = list(follow_ups)
     tools = view.anthropic_tools()
+    paused = False
     while True:
         if state.turns >= loop.max_turns:
             state.outcome = "turn_cap"
@@ -135,7 +150,15 @@ async def run_agent(
         state.usage.add(turn.usage)
         state.turns += 1
         content = turn.content or [{"type": "text", "text": EMPTY_ANSWER}]
-        state.messages.append({"role": "assistant", "content": content})
+        if paused:  # a resumed turn continues the assistant message it paused in (one turn, as the API sees it)
+            state.messages[-1]["content"] = [*state.messages[-1]["content"], *content]
+        else:
+            state.messages.append({"role": "assistant", "content": content})
+        paused = turn.stop_reason == "pause_turn"
+        if turn.stop_reason in STOP_OUTCOMES:
+            state.outcome, reason = STOP_OUTCOMES[turn.stop_reason]
+            state.error = reason.format(max_tokens=loop.max_tokens)
+            return state
         tool_uses = turn.tool_uses
         if tool_uses:
             # Every tool_use is answered, whatever the stop reason, so the history stays valid.
@@ -148,6 +171,8 @@ async def run_agent(
             state.tool_seconds += time.perf_counter() - started
             state.messages.append({"role": "user", "content": answers})
             continue
+        if turn.stop_reason == "pause_turn":
+            continue  # the API resumes a paused turn from the assistant message sent back as it came
         state.final_answer = turn.text
         if not pending:
             return state

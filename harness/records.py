@@ -66,6 +66,7 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    thinking_tokens: int = 0  # the part of output_tokens spent thinking (already in output_tokens)
     model_calls: int = 0
 
     def add(self, other: Usage) -> None:
@@ -73,7 +74,19 @@ class Usage(BaseModel):
         self.output_tokens += other.output_tokens
         self.cache_read_input_tokens += other.cache_read_input_tokens
         self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.thinking_tokens += other.thinking_tokens
         self.model_calls += other.model_calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token sent: uncached, written to the cache, and read from it."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
+def cache_hit_ratio(usages: list[Usage]) -> float | None:
+    """Share of prompt tokens served from the prompt cache over `usages`; None when nothing was sent."""
+    sent = sum(usage.prompt_tokens for usage in usages)
+    return round(sum(usage.cache_read_input_tokens for usage in usages) / sent, 4) if sent else None
 
 
 class TrialConfig(BaseModel):

@@ -327,6 +327,8 @@ class TrialRunner:
                 record.error = f"trial exceeded EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
             timings["agent"] = _lap(clock)
             record.outcome = state.outcome
+            if state.error:
+                record.error = state.error
             if state.outcome == "turn_cap":
                 record.error = f"stopped after EVAL_MAX_TURNS={settings.max_turns} model calls"
 

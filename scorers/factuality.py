@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from autoevals import LLMClassifier, Score
 from harness.cases import Case
 from harness.records import TrialRecord
 from scorers._common import infra_skip, skipped
-from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_settings
+from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_client, judge_settings, record_judge_usage
 from scorers.judge_template import JudgeTemplate, TemplateError, load_template, template_path
 from scorers.spec import ScorerSpec
 
@@ -55,6 +55,7 @@ class Verdict:
     score: float | None
     rationale: str = ""
     error: str | None = None
+    spent: dict[str, Any] = field(default_factory=dict)  # the judge's own tokens and cost
 
 
 @cache
@@ -101,20 +102,22 @@ async def classify(
     conversation: str, expected: str, submission: str, settings: JudgeSettings, template: JudgeTemplate
 ) -> Verdict:
     """Ask the judge once; a failed call comes back as a Verdict with `error` set, never raised."""
-    async with openai.AsyncOpenAI(
-        base_url=settings.base_url, api_key=settings.api_key, timeout=JUDGE_TIMEOUT_S, max_retries=3
-    ) as client:
+    client, meter = judge_client(settings)  # counts the judge's own tokens and cost
+    async with client:
         try:
             judging = build_classifier(settings, client, template).eval_async(
                 output=submission, expected=expected, input=conversation
             )
             result = await asyncio.wait_for(judging, timeout=JUDGE_DEADLINE_S)
         except TimeoutError:
-            return Verdict(None, None, error=f"judge gave no verdict within {JUDGE_DEADLINE_S:g}s")
+            error_text = f"judge gave no verdict within {JUDGE_DEADLINE_S:g}s"
+            return Verdict(None, None, error=error_text, spent=meter.metadata())
         except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
-            return Verdict(None, None, error=_scrub(f"judge call failed: {type(error).__name__}: {error}", settings))
+            error_text = _scrub(f"judge call failed: {type(error).__name__}: {error}", settings)
+            return Verdict(None, None, error=error_text, spent=meter.metadata())
     metadata = result.metadata or {}
-    return Verdict(str(metadata.get("choice")), result.score, rationale=str(metadata.get("rationale", "")))
+    rationale = str(metadata.get("rationale", ""))
+    return Verdict(str(metadata.get("choice")), result.score, rationale=rationale, spent=meter.metadata())
 
 
 def _no_answer(record: TrialRecord) -> str | None:
@@ -153,7 +156,8 @@ async def factuality(
         return skipped(NAME, NO_JUDGE_REASON, judge_template=ref)
     expected = case.render(case.expected_answer, record.project_id) if record.project_id else case.expected_answer
     verdict = await classify(conversation_text(record), expected, record.final_answer, chosen, chosen_template)
-    described: dict[str, Any] = {**chosen.describe(), "judge_template": ref}
+    record_judge_usage(record, verdict.spent)
+    described: dict[str, Any] = {**chosen.describe(), "judge_template": ref, **verdict.spent}
     if verdict.error is not None:
         return skipped(NAME, verdict.error, judge_error=verdict.error, **described)
     metadata: dict[str, Any] = {"choice": verdict.choice, "rationale": verdict.rationale, **described}

@@ -2,30 +2,50 @@
 
 Routing, first match wins (or forced with EVAL_JUDGE_PROVIDER=braintrust|anthropic|openai|none):
 1. BRAINTRUST_API_KEY: Braintrust's AI gateway (autoevals' default URL, override with
-   BRAINTRUST_AI_GATEWAY_URL), which serves Claude models;
-2. ANTHROPIC_API_KEY: Anthropic's OpenAI-compatible endpoint (override with ANTHROPIC_OPENAI_BASE_URL);
+   BRAINTRUST_AI_GATEWAY_URL). It calls Claude with the Anthropic key added as an AI provider in
+   the Braintrust organization (Settings > AI providers); without one it refuses every request.
+2. ANTHROPIC_API_KEY: Anthropic's OpenAI-compatible endpoint: ANTHROPIC_OPENAI_BASE_URL, else
+   `<ANTHROPIC_BASE_URL>/v1/` when a proxy is set for the model, else Anthropic's own.
 3. OPENAI_BASE_URL (+ OPENAI_API_KEY, any value for servers that ignore it): that endpoint.
-The model is EVAL_JUDGE_MODEL, else DEFAULT_JUDGE_MODEL. Keys are never logged: `describe()`
-leaves them out.
+The model is EVAL_JUDGE_MODEL, else the route's default. autoevals' LLMClassifier forces a
+`select_choice` function call at `temperature: 0`: Claude 5.x models refuse the temperature and
+Sonnet/Opus 5.5 refuse forced tool use, so the Claude routes default to Claude Haiku 4.5, which
+takes both; the OpenAI route never defaults to a Claude id. `preflight()` asks the configured
+route one tiny classification before the first trial, so a refusing route stops the run instead
+of scoring every trial n/a. Keys are never logged: `describe()` leaves them out.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx2
+import openai
+from autoevals import LLMClassifier
 from autoevals.oai import GATEWAY_URL
 
-DEFAULT_JUDGE_MODEL = "claude-sonnet-4-6"
+from harness.model_rules import ModelRules, anthropic_rules, cost_usd, openai_rules
+from harness.records import TrialRecord, Usage
+
+DEFAULT_JUDGE_MODELS = {"braintrust": "claude-haiku-4-5", "anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-mini"}
+DEFAULT_JUDGE_MODEL = DEFAULT_JUDGE_MODELS["anthropic"]
 ANTHROPIC_OPENAI_URL = "https://api.anthropic.com/v1/"
 NO_JUDGE_REASON = "no judge configured (set BRAINTRUST_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL)"
 PLACEHOLDER_KEY = "not-needed"
+JUDGE_TIMEOUT_S = 120.0  # one HTTP request
 
 Provider = Literal["braintrust", "anthropic", "openai"]
 _PROVIDERS: tuple[Provider, ...] = ("braintrust", "anthropic", "openai")
+
+
+class JudgePreflightError(RuntimeError):
+    """The configured judge route refused a tiny classification: nothing could be judged."""
 
 
 @dataclass(frozen=True)
@@ -45,25 +65,38 @@ class JudgeSettings:
         public_url = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
         return {"judge_provider": self.provider, "judge_base_url": public_url, "judge_model": self.model}
 
+    @property
+    def rules(self) -> ModelRules:
+        """The judge model's rules (for its price): Claude ids on every route that serves them."""
+        return anthropic_rules(self.model) if self.model.startswith("claude-") else openai_rules(self.model)
 
-def _settings_for(provider: Provider, env: Mapping[str, str], model: str) -> JudgeSettings | None:
+
+def _anthropic_openai_url(env: Mapping[str, str]) -> str:
+    explicit = env.get("ANTHROPIC_OPENAI_BASE_URL", "").strip()
+    if explicit:
+        return explicit
+    proxy = env.get("ANTHROPIC_BASE_URL", "").strip()
+    return proxy.rstrip("/") + "/v1/" if proxy else ANTHROPIC_OPENAI_URL
+
+
+def _settings_for(provider: Provider, env: Mapping[str, str], model: str | None) -> JudgeSettings | None:
+    chosen = model or DEFAULT_JUDGE_MODELS[provider]
     if provider == "braintrust":
         key = env.get("BRAINTRUST_API_KEY", "").strip()
         url = env.get("BRAINTRUST_AI_GATEWAY_URL", "").strip() or GATEWAY_URL
-        return JudgeSettings(provider, url, model, key) if key else None
+        return JudgeSettings(provider, url, chosen, key) if key else None
     if provider == "anthropic":
         key = env.get("ANTHROPIC_API_KEY", "").strip()
-        url = env.get("ANTHROPIC_OPENAI_BASE_URL", "").strip() or ANTHROPIC_OPENAI_URL
-        return JudgeSettings(provider, url, model, key) if key else None
+        return JudgeSettings(provider, _anthropic_openai_url(env), chosen, key) if key else None
     url = env.get("OPENAI_BASE_URL", "").strip()
     key = env.get("OPENAI_API_KEY", "").strip() or PLACEHOLDER_KEY
-    return JudgeSettings(provider, url, model, key) if url else None
+    return JudgeSettings(provider, url, chosen, key) if url else None
 
 
 def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None:
     """The judge to use, or None when none is configured (the factuality score is then skipped)."""
     source = os.environ if env is None else env
-    model = source.get("EVAL_JUDGE_MODEL", "").strip() or DEFAULT_JUDGE_MODEL
+    model = source.get("EVAL_JUDGE_MODEL", "").strip() or None
     forced = source.get("EVAL_JUDGE_PROVIDER", "").strip().lower()
     if forced == "none":
         return None
@@ -74,3 +107,144 @@ def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None
         if settings:
             return settings
     return None
+
+
+@dataclass
+class JudgeMeter:
+    """Tokens the judge's endpoint reported for the requests of one client, and their price."""
+
+    settings: JudgeSettings
+    usage: Usage = field(default_factory=Usage)
+
+    async def observe(self, response: httpx2.Response) -> None:
+        """httpx response hook: add the `usage` of a chat completion answer."""
+        if response.status_code != 200 or not response.url.path.endswith("/chat/completions"):
+            return
+        await response.aread()
+        try:
+            reported = response.json().get("usage") or {}
+        except ValueError:
+            return
+        details = reported.get("prompt_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or 0)
+        self.usage.add(
+            Usage(
+                input_tokens=int(reported.get("prompt_tokens") or 0) - cached,
+                cache_read_input_tokens=cached,
+                output_tokens=int(reported.get("completion_tokens") or 0),
+                model_calls=1,
+            )
+        )
+
+    def metadata(self) -> dict[str, Any]:
+        """The judge's own tokens and cost, for the factuality score's metadata."""
+        return {
+            "judge_input_tokens": self.usage.prompt_tokens,
+            "judge_output_tokens": self.usage.output_tokens,
+            "judge_calls": self.usage.model_calls,
+            "judge_cost_usd": cost_usd(self.settings.rules, self.usage),
+        }
+
+
+def judge_client(settings: JudgeSettings, max_retries: int = 3) -> tuple[openai.AsyncOpenAI, JudgeMeter]:
+    """An async OpenAI client for the judge route, and the meter counting what it spends."""
+    meter = JudgeMeter(settings)
+    http = openai.DefaultAsyncHttpxClient(event_hooks={"response": [meter.observe]}, timeout=JUDGE_TIMEOUT_S)
+    client = openai.AsyncOpenAI(
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=JUDGE_TIMEOUT_S,
+        max_retries=max_retries,
+        http_client=http,
+    )
+    return client, meter
+
+
+def _scrub(text: str, settings: JudgeSettings) -> str:
+    return text.replace(settings.api_key, "***") if settings.api_key else text
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(error.message)
+
+
+async def _classify_once(settings: JudgeSettings) -> None:
+    client, _ = judge_client(settings, max_retries=2)
+    async with client:
+        classifier = LLMClassifier(
+            name="judge_preflight",
+            prompt_template="Expert answer: {{expected}}\nSubmission: {{output}}\nDo they agree?",
+            choice_scores={"Y": 1.0, "N": 0.0},
+            model=settings.model,
+            use_cot=True,
+            temperature=0,
+            max_tokens=512,
+            client=client,
+        )
+        await classifier.eval_async(output="2", expected="2")
+
+
+_PASSED: set[tuple[str, str, str]] = set()
+
+
+def preflight(env: Mapping[str, str] | None = None) -> None:
+    """One tiny classification on the configured judge route (once per process and route).
+
+    Raises JudgePreflightError naming the route, the model and the server's message when the route
+    refuses it (a model that refuses forced tools or temperature 0, a gateway with no Anthropic key,
+    a wrong URL), so the run stops before the first trial. No judge configured: nothing to check.
+    """
+    settings = judge_settings(env)
+    if settings is None:
+        return
+    key = (settings.provider, settings.base_url, settings.model)
+    if key in _PASSED:
+        return
+    where = settings.describe()
+    route = f"judge route {settings.provider} ({where['judge_base_url']}) with model {settings.model}"
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # safe inside a running event loop
+        try:
+            pool.submit(asyncio.run, _classify_once(settings)).result()
+        except openai.APIStatusError as error:
+            message = _scrub(_server_message(error), settings)
+            raise JudgePreflightError(f"{route} refused the preflight: HTTP {error.status_code}: {message}") from None
+        except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
+            detail = _scrub(str(error), settings)
+            raise JudgePreflightError(f"{route} failed the preflight: {type(error).__name__}: {detail}") from None
+    _PASSED.add(key)
+
+
+# What the judge spent per trial, for the experiment totals the reporter prints (scorers run in the
+# same process as the reporter; a trial is known by case, trial index and start time).
+_SPENT: dict[tuple[str, int, str], dict[str, Any]] = {}
+
+
+def record_judge_usage(record: TrialRecord, spent: Mapping[str, Any]) -> None:
+    """Remember what judging `record` cost (`JudgeMeter.metadata()`), for the experiment totals."""
+    if spent:
+        _SPENT[(record.case_id, record.trial_index, record.started_at)] = dict(spent)
+
+
+def judge_totals(trials: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The judge's tokens and cost summed over these trials (as dumped records); cost None if unknown."""
+    spent = [
+        found
+        for trial in trials
+        if (
+            found := _SPENT.get(
+                (str(trial.get("case_id")), int(trial.get("trial_index") or 0), str(trial.get("started_at")))
+            )
+        )
+    ]
+    costs = [entry["judge_cost_usd"] for entry in spent if entry["judge_cost_usd"] is not None]
+    return {
+        "judge_calls": sum(entry["judge_calls"] for entry in spent),
+        "judge_input_tokens": sum(entry["judge_input_tokens"] for entry in spent),
+        "judge_output_tokens": sum(entry["judge_output_tokens"] for entry in spent),
+        "judge_cost_usd": round(sum(costs), 6) if costs else None,
+    }

@@ -1,6 +1,10 @@
 """Anthropic's Messages API through the official SDK, traced by Braintrust.
 
-The SDK retries 429, 529 and 5xx itself (`max_retries`, honouring retry-after headers);
+Every request is built from the model's rules (`harness/model_rules.py`): no sampling parameter
+for a model that refuses one, no manual thinking budget (5.x models think adaptively by default),
+and the tool definitions and system prompt marked for prompt caching, as they are resent on every
+call. Replies go back into the history as they came: a signed `thinking` block must return
+unchanged. The SDK retries 429, 529 and 5xx itself (`max_retries`, honouring retry-after headers);
 `ANTHROPIC_BASE_URL` points it elsewhere (a stand-in server in tests).
 """
 
@@ -12,10 +16,12 @@ from typing import Any
 import braintrust
 from anthropic import AsyncAnthropic
 
-from harness.model_rules import anthropic_rules
+from harness.model_rules import ModelRules, anthropic_rules
 from harness.providers.base import ModelTurn, Provider, TrialContext
 from harness.providers.registry import EnvVar, provider
 from harness.records import Usage
+
+CACHE = {"type": "ephemeral"}  # the default 5-minute prompt cache
 
 
 def _block(block: Any) -> dict[str, Any]:
@@ -25,8 +31,28 @@ def _block(block: Any) -> dict[str, Any]:
         return {"type": "text", "text": block.text}
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
+    # thinking / redacted_thinking and anything newer: every field as received (the signature too).
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
+
+
+def cached_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools with a cache breakpoint on the last one: the whole tool list is one cached prefix."""
+    if not tools:
+        return []
+    return [*tools[:-1], {**tools[-1], "cache_control": CACHE}]
+
+
+def usage_of(usage: Any) -> Usage:
+    details = getattr(usage, "output_tokens_details", None)
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_input_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+        cache_creation_input_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+        thinking_tokens=getattr(details, "thinking_tokens", None) or 0,
+        model_calls=1,
+    )
 
 
 class AnthropicProvider:
@@ -39,15 +65,42 @@ class AnthropicProvider:
         base_url: str | None = None,
         max_retries: int = 6,
         timeout: float = 300.0,
+        rules: ModelRules | None = None,
     ) -> None:
         self.model = model
         self.name = f"anthropic:{model}"
+        self.rules = rules or anthropic_rules(model)
         client = AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
         self._raw = client
         self.client = braintrust.wrap_anthropic(client)
 
     def for_trial(self, context: TrialContext) -> Provider:
         return self
+
+    def request(
+        self,
+        *,
+        system: str | None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int,
+        temperature: float | None,
+    ) -> dict[str, Any]:
+        """The keyword arguments of one `messages.create` call, built from the model's rules."""
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
+        if tools:
+            kwargs["tools"] = cached_tools(tools)
+        if system:
+            kwargs["system"] = [{"type": "text", "text": system, "cache_control": CACHE}]
+        if temperature is not None:
+            refusal = self.rules.refusal(temperature)
+            if refusal:
+                raise ValueError(refusal)  # configuration stops this before any trial; never send it
+            # anthropic>=1.0 dropped the `temperature` keyword (its MIGRATION guide passes the removed
+            # sampling fields as body fields); it is still a top-level request field for the models
+            # whose rules accept it, and only those get it.
+            kwargs["extra_body"] = {"temperature": temperature}
+        return kwargs
 
     async def complete(
         self,
@@ -58,26 +111,14 @@ class AnthropicProvider:
         max_tokens: int,
         temperature: float | None,
     ) -> ModelTurn:
-        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
-        if tools:
-            kwargs["tools"] = tools
-        if system:
-            kwargs["system"] = system
-        if temperature is not None:
-            # anthropic 2.x has no `temperature` argument; the wire field still exists for models that take it.
-            kwargs["extra_body"] = {"temperature": temperature}
+        kwargs = self.request(
+            system=system, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature
+        )
         response = await self.client.messages.create(**kwargs)
-        usage = response.usage
         return ModelTurn(
             content=[_block(block) for block in response.content],
             stop_reason=str(response.stop_reason or "end_turn"),
-            usage=Usage(
-                input_tokens=usage.input_tokens or 0,
-                output_tokens=usage.output_tokens or 0,
-                cache_read_input_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
-                cache_creation_input_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
-                model_calls=1,
-            ),
+            usage=usage_of(response.usage),
             model=str(response.model),
         )
 

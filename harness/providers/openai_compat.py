@@ -90,7 +90,8 @@ def from_openai_message(message: Any, finish_reason: str | None) -> tuple[list[d
         blocks.append({"type": "tool_use", "id": call.id, "name": call.function.name, "input": arguments})
     if any(block["type"] == "tool_use" for block in blocks):
         return blocks, "tool_use"
-    return blocks, "max_tokens" if finish_reason == "length" else "end_turn"
+    # Chat completions' finish reasons, as the Messages stop reasons the loop reads.
+    return blocks, {"length": "max_tokens", "content_filter": "refusal"}.get(finish_reason or "", "end_turn")
 
 
 class OpenAICompatProvider:

@@ -12,9 +12,14 @@ A reply is a full message dict, or built with `text()`, `tool_use()`, `reply()`.
 (Anthropic's error bodies, short retry-after headers), so SDK retries can be exercised.
 
 Every request is validated as the real API would (roles alternate, each `tool_use` answered by a
-`tool_result` in the next user message, tools have `input_schema`...). A violation gets a 400 and
-is kept in `violations`; `assert_clean()` fails the test loudly. `GET /_fake/state` returns
-`{"requests", "violations"}` for a process that only has the URL.
+`tool_result` in the next user message, tools have `input_schema`, thinking blocks come back
+unchanged...). A violation gets a 400 and is kept in `violations`. The request model's current
+rules (`tests/fakes/anthropic_rules.py`) apply too: a setting it refuses (temperature on Sonnet 5.5,
+forced tool use, manual thinking) gets Anthropic's 400 and is kept in `refused`; a 5.x model opens
+each reply with a signed thinking block; cache-marked prefixes are written, then read.
+`assert_clean()` fails the test loudly on either. `GET /_fake/state` returns
+`{"requests", "violations", "refused", "thinking_verified"}` for a process that only has the URL.
+Ask for a stop with `reply(text("cut"), stop_reason="max_tokens")` or `stop_reason="refusal"`.
 
     with FakeAnthropic([reply(tool_use("list_projects", {})), reply(text("done"))]) as fake:
         client = AsyncAnthropic(base_url=fake.url, api_key="test")
@@ -25,13 +30,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import itertools
-import json
 import re
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.fakes.anthropic_rules import Signer, cache_usage, refusals, shape_reply, thinks, tokens
 from tests.fakes.jsonserver import JsonServer, Request, Response
 
 Reply = dict[str, Any]
@@ -200,7 +205,10 @@ class FakeAnthropic:
         self.retry_after_ms = retry_after_ms
         self.bodies: list[dict[str, Any]] = []
         self.violations: list[str] = []
+        self.refused: list[str] = []  # requests a current model answers 400 (sampling, forced tools...)
         self.errors_served: list[int] = []
+        self.signer = Signer()
+        self._cached: set[str] = set()
         self._lock = threading.Lock()
         self._server = JsonServer({"POST /v1/messages": self._messages, "GET /_fake/state": self._state})
 
@@ -223,11 +231,20 @@ class FakeAnthropic:
 
     def assert_clean(self) -> None:
         assert not self.violations, "the fake Anthropic API saw invalid requests:\n" + "\n".join(self.violations)
+        assert not self.refused, "the fake Anthropic API refused requests:\n" + "\n".join(self.refused)
 
     def _state(self, request: Request) -> Response:
         """What another process can check: how many requests came, and every violation seen."""
         with self._lock:
-            return Response(200, {"requests": len(self.bodies), "violations": list(self.violations)})
+            return Response(
+                200,
+                {
+                    "requests": len(self.bodies),
+                    "violations": list(self.violations),
+                    "refused": list(self.refused),
+                    "thinking_verified": self.signer.verified,
+                },
+            )
 
     def _error(self, status: int, message: str) -> Response:
         body = {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}
@@ -253,19 +270,32 @@ class FakeAnthropic:
                 status = self.failures.pop(0)
                 self.errors_served.append(status)
                 return self._error(status, "Overloaded" if status == 529 else "scripted failure")
-        problems = validate(body)
-        if problems:
-            with self._lock:
-                self.violations.extend(problems)
-            return self._error(400, "; ".join(problems))
+        with self._lock:
+            problems = validate(body) or self.signer.problems(body)
+            refused = [] if problems else refusals(body)
+            self.violations.extend(problems)
+            self.refused.extend(refused)
+        if problems or refused:
+            return self._error(400, "; ".join(problems or refused))
         try:
             chosen = self._choose(body)
         except Exception as error:
             with self._lock:
                 self.violations.append(f"script failed: {type(error).__name__}: {error}")
             return self._error(500, f"script failed: {error}")
-        content = chosen.get("content", [])
-        prompt_size = len(json.dumps(body["messages"])) + len(json.dumps(body.get("tools", [])))
+        model = str(body["model"])
+        thinking_on = thinks(model) and (body.get("thinking") or {}).get("type") != "disabled"
+        with self._lock:
+            content = shape_reply(model, chosen.get("content", []), self.signer, thinking_on)
+            uncached, written, read = cache_usage(body, self._cached)
+        thinking_tokens = sum(tokens(b["thinking"]) for b in content if b.get("type") == "thinking")
+        usage = {
+            "input_tokens": uncached,
+            "output_tokens": max(1, tokens(content)),
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+            "output_tokens_details": {"thinking_tokens": thinking_tokens},
+        }
         message = {
             "id": chosen.get("id", f"msg_fake_{next(_ids):05d}"),
             "type": "message",
@@ -275,8 +305,7 @@ class FakeAnthropic:
             "stop_reason": chosen.get("stop_reason")
             or ("tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"),
             "stop_sequence": None,
-            "usage": chosen.get("usage")
-            or {"input_tokens": prompt_size // 4, "output_tokens": max(1, len(json.dumps(content)) // 4)},
+            "usage": chosen.get("usage") or usage,
         }
         return Response(200, message, {"request-id": f"req_fake_{next(_ids)}"})
 

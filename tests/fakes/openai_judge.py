@@ -9,6 +9,9 @@ request and answers with a forced `select_choice` tool call carrying the configu
         judge.prompts[-1]                # the rendered prompt the judge saw
 
 Pick the choice per request with `chooser=lambda body: "A" if "..." in prompt_of(body) else "C"`.
+Like Anthropic's OpenAI-compatible endpoint, it refuses a forced function call for the Claude
+models that refuse forced tool use (Sonnet 5.5, Opus 5.5) and `temperature` for those that refuse
+sampling parameters (the 5.x generation), with an OpenAI-shaped 400; those are kept in `refused`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from tests.fakes.anthropic_rules import NO_FORCED_TOOLS, NO_SAMPLING
 from tests.fakes.jsonserver import JsonServer, Request, Response
 
 Chooser = Callable[[dict[str, Any]], str]
@@ -29,6 +33,16 @@ PATHS = ("/v1/chat/completions", "/chat/completions")
 def prompt_of(body: dict[str, Any]) -> str:
     """All message contents of a chat completion request, joined."""
     return "\n".join(str(message.get("content", "")) for message in body.get("messages", []))
+
+
+def _choices(body: dict[str, Any]) -> list[str]:
+    """The choice letters the forced `select_choice` function offers."""
+    for tool in body.get("tools") or []:
+        function = tool.get("function") or {}
+        if function.get("name") == "select_choice":
+            enum = ((function.get("parameters") or {}).get("properties") or {}).get("choice", {}).get("enum")
+            return [str(item) for item in enum or []]
+    return []
 
 
 class FakeJudge:
@@ -53,6 +67,7 @@ class FakeJudge:
         self.chooser = chooser
         self.status = status
         self._ids = itertools.count(1)
+        self.refused: list[str] = []
         self._server = JsonServer({f"POST {path}": self._complete for path in PATHS})
 
     @property
@@ -99,6 +114,16 @@ class FakeJudge:
     ) -> None:
         self.stop()
 
+    @staticmethod
+    def _refusal(body: dict[str, Any]) -> str | None:
+        model = str(body.get("model", ""))
+        forced = isinstance(body.get("tool_choice"), dict) or body.get("tool_choice") == "required"
+        if forced and NO_FORCED_TOOLS.match(model):
+            return f"tool_choice forcing a function call is not supported for {model}; use 'auto' or 'none'."
+        if body.get("temperature") not in (None, 1, 1.0) and NO_SAMPLING.match(model):
+            return "`temperature` is deprecated for this model."
+        return None
+
     def _complete(self, request: Request) -> Response:
         if self.delay_s:
             time.sleep(self.delay_s)
@@ -106,7 +131,16 @@ class FakeJudge:
             error = {"message": "fake judge error", "type": "server_error", "code": None, "param": None}
             return Response(self.status, {"error": error})
         body = request.body if isinstance(request.body, dict) else {}
+        refusal = self._refusal(body)
+        if refusal:
+            self.refused.append(refusal)
+            param = "tool_choice" if "tool_choice" in refusal else "temperature"
+            error = {"message": refusal, "type": "invalid_request_error", "param": param, "code": None}
+            return Response(400, {"error": error})
         choice = self.chooser(body) if self.chooser else self.choice
+        offered = _choices(body)
+        if offered and choice not in offered:
+            choice = offered[0]  # a real model picks one of the choices it is offered
         number = next(self._ids)
         arguments = json.dumps({"reasons": self.reasons, "choice": choice})
         tool_call = {

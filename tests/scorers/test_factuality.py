@@ -11,7 +11,7 @@ import yaml
 
 from scorers import factuality as factuality_module
 from scorers.factuality import factuality
-from scorers.judge import ANTHROPIC_OPENAI_URL, DEFAULT_JUDGE_MODEL, NO_JUDGE_REASON, judge_settings
+from scorers.judge import ANTHROPIC_OPENAI_URL, DEFAULT_JUDGE_MODELS, NO_JUDGE_REASON, judge_settings
 from scorers.judge_template import BUNDLED_TEMPLATE, TemplateError, load_template
 from tests.fakes.openai_judge import FakeJudge, prompt_of
 from tests.scorers.conftest import case, record
@@ -73,7 +73,7 @@ async def test_the_judge_sees_every_turn_the_expert_answer_and_the_submission(ju
     assert body["tool_choice"] == {"type": "function", "function": {"name": "select_choice"}}
     assert [tool["function"]["name"] for tool in body["tools"]] == ["select_choice"]
     assert body["tools"][0]["function"]["parameters"]["properties"]["choice"]["enum"] == ["A", "B", "C", "D", "E"]
-    assert body["temperature"] == 0 and body["model"] == DEFAULT_JUDGE_MODEL
+    assert body["temperature"] == 0 and body["model"] == DEFAULT_JUDGE_MODELS["openai"]
     assert judge.requests[0].headers["authorization"] == "Bearer sk-test-secret-value"
 
 
