@@ -189,6 +189,19 @@ async def _classify_once(settings: JudgeSettings) -> None:
         await classifier.eval_async(output="2", expected="2")
 
 
+def _hint(settings: JudgeSettings) -> str:
+    """What the model rules know about why this judge model cannot take autoevals' request."""
+    rules = settings.rules
+    refuses = [
+        what for what, ok in (("forced tool use", rules.forced_tool_use), ("temperature 0", rules.sampling)) if not ok
+    ]
+    if not refuses:
+        return ""
+    usable = DEFAULT_JUDGE_MODELS[settings.provider]
+    refused = " and ".join(refuses)
+    return f" ({settings.model} refuses {refused}; set EVAL_JUDGE_MODEL to one that takes both, e.g. {usable})"
+
+
 _PASSED: set[tuple[str, str, str]] = set()
 
 
@@ -212,7 +225,9 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
             pool.submit(asyncio.run, _classify_once(settings)).result()
         except openai.APIStatusError as error:
             message = _scrub(_server_message(error), settings)
-            raise JudgePreflightError(f"{route} refused the preflight: HTTP {error.status_code}: {message}") from None
+            raise JudgePreflightError(
+                f"{route} refused the preflight: HTTP {error.status_code}: {message}{_hint(settings)}"
+            ) from None
         except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
             detail = _scrub(str(error), settings)
             raise JudgePreflightError(f"{route} failed the preflight: {type(error).__name__}: {detail}") from None

@@ -51,6 +51,7 @@ def test_preflight_passes_a_judge_that_takes_forced_tools_and_stops_one_that_ref
             preflight({**env, "EVAL_JUDGE_MODEL": "claude-sonnet-5-5"})
     message = str(raised.value)
     assert "judge route openai" in message and "claude-sonnet-5-5" in message and "HTTP 400" in message
+    assert "refuses forced tool use and temperature 0; set EVAL_JUDGE_MODEL" in message
     assert "sk-judge-secret-0123" not in message
     preflight({"EVAL_JUDGE_PROVIDER": "none"})  # no judge: nothing to check
 
