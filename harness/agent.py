@@ -154,7 +154,7 @@ async def run_agent(
             state.messages[-1]["content"] = [*state.messages[-1]["content"], *content]
         else:
             state.messages.append({"role": "assistant", "content": content})
-        paused = turn.stop_reason == "pause_turn"
+        paused = turn.stop_reason == "pause_turn" and not turn.tool_uses  # tool results would come between
         if turn.stop_reason in STOP_OUTCOMES:
             state.outcome, reason = STOP_OUTCOMES[turn.stop_reason]
             state.error = reason.format(max_tokens=loop.max_tokens)
