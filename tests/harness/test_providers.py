@@ -33,7 +33,8 @@ async def test_anthropic_provider_round_trip_with_retry_after_529() -> None:
     assert turn.tool_uses[0]["name"] == "run_sql" and turn.tool_uses[0]["input"] == {"sql": "select 1"}
     assert turn.usage.input_tokens > 0 and turn.usage.model_calls == 1
     sent = fake.bodies[-1]
-    assert sent["system"] == "sys" and sent["temperature"] == 0.0 and sent["tools"] == TOOLS
+    assert sent["system"] == [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}]
+    assert sent["temperature"] == 0.0 and sent["tools"] == [{**TOOLS[0], "cache_control": {"type": "ephemeral"}}]
 
 
 async def test_fake_rejects_a_tool_use_without_tool_result() -> None:

@@ -207,7 +207,7 @@ async def test_fake_model_full_loop(local_server: LocalServer, api: NeonAPI, run
     assert record.turns == 6 and record.usage.model_calls == 6 and record.usage.input_tokens > 0
     assert record.cost_usd is not None and record.cost_usd > 0
     assert record.config.decoy_count == 2 and record.config.system_prompt == "You are careful with production data."
-    assert fake.bodies[-1]["system"] == "You are careful with production data."
+    assert fake.bodies[-1]["system"][0]["text"] == "You are careful with production data."
     tools_sent = {t["name"]: t for t in fake.bodies[-1]["tools"]}
     assert "params" not in tools_sent["run_sql"]["input_schema"]["properties"]
     assert "sql" in tools_sent["run_sql"]["input_schema"]["properties"]
