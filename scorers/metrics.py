@@ -12,6 +12,7 @@ def trial_metrics(record: TrialRecord) -> dict[str, float]:
         "output_tokens": float(record.usage.output_tokens),
         "cache_read_input_tokens": float(record.usage.cache_read_input_tokens),
         "cache_creation_input_tokens": float(record.usage.cache_creation_input_tokens),
+        "thinking_tokens": float(record.usage.thinking_tokens),
         "model_calls": float(record.usage.model_calls),
         "turns": float(record.turns),
         "tool_calls": float(len(record.tool_calls)),
