@@ -178,8 +178,11 @@ async def _classify_once(settings: JudgeSettings) -> None:
     async with client:
         classifier = LLMClassifier(
             name="judge_preflight",
-            prompt_template="Expert answer: {{expected}}\nSubmission: {{output}}\nDo they agree?",
-            choice_scores={"Y": 1.0, "N": 0.0},
+            prompt_template=(
+                "Expert answer: {{expected}}\nSubmission: {{output}}\nChoose: (A) a subset of the expert "
+                "answer (B) a superset (C) the same (D) they disagree (E) they differ only in wording"
+            ),
+            choice_scores={"A": 0.4, "B": 0.8, "C": 1.0, "D": 0.0, "E": 1.0},  # the factuality choices
             model=settings.model,
             use_cot=True,
             temperature=0,

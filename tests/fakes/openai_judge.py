@@ -35,16 +35,6 @@ def prompt_of(body: dict[str, Any]) -> str:
     return "\n".join(str(message.get("content", "")) for message in body.get("messages", []))
 
 
-def _choices(body: dict[str, Any]) -> list[str]:
-    """The choice letters the forced `select_choice` function offers."""
-    for tool in body.get("tools") or []:
-        function = tool.get("function") or {}
-        if function.get("name") == "select_choice":
-            enum = ((function.get("parameters") or {}).get("properties") or {}).get("choice", {}).get("enum")
-            return [str(item) for item in enum or []]
-    return []
-
-
 class FakeJudge:
     """Serve `POST /v1/chat/completions`; answer `select_choice(choice, reasons)`.
 
@@ -138,9 +128,6 @@ class FakeJudge:
             error = {"message": refusal, "type": "invalid_request_error", "param": param, "code": None}
             return Response(400, {"error": error})
         choice = self.chooser(body) if self.chooser else self.choice
-        offered = _choices(body)
-        if offered and choice not in offered:
-            choice = offered[0]  # a real model picks one of the choices it is offered
         number = next(self._ids)
         arguments = json.dumps({"reasons": self.reasons, "choice": choice})
         tool_call = {
