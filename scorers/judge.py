@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
@@ -248,7 +248,7 @@ def record_judge_usage(record: TrialRecord, spent: Mapping[str, Any]) -> None:
         _SPENT[(record.case_id, record.trial_index, record.started_at)] = dict(spent)
 
 
-def judge_totals(trials: list[Mapping[str, Any]]) -> dict[str, Any]:
+def judge_totals(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The judge's tokens and cost summed over these trials (as dumped records); cost None if unknown."""
     spent = [
         found
