@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 from harness.cases import load_cases
+from harness.model_rules import DEFAULT_MAX_TOKENS
 from harness.store import load_run
 from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
 from tests.fakes.braintrust_server import API_KEY, FakeBraintrust
@@ -54,7 +55,7 @@ def test_lean_uploads_complete_metadata_and_the_right_base(tmp_path: Path) -> No
         for experiment in first:
             metadata = experiment["metadata"]
             assert set(metadata) >= METADATA_KEYS, METADATA_KEYS - set(metadata)
-            assert metadata["max_turns"] == 12 and metadata["max_tokens"] == 4096
+            assert metadata["max_turns"] == 12 and metadata["max_tokens"] == DEFAULT_MAX_TOKENS
             assert len(metadata["tool_view_hash"]) >= 16 and len(metadata["dataset_hash"]) == 16
             repo = experiment["repo_info"]
             assert repo["commit"] and repo["dirty"] is not None and "git_diff" not in {k for k, v in repo.items() if v}
