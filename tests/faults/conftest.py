@@ -59,6 +59,9 @@ def faults_cluster() -> Cluster:
     return Cluster(url, embedded=False, pgdata=None) if url else start_embedded(FAULTS_PGDATA)
 
 
+CATALOG_DB = "localneon_catalog"
+
+
 def admin_rows(query: str, *params: object, dbname: str = "postgres") -> list[str]:
     with psycopg.connect(faults_cluster().conninfo(dbname), autocommit=True) as conn:
         cursor = conn.execute(query, params)
@@ -100,7 +103,8 @@ class World:
         """Everything the run left behind (empty lists and sets when nothing)."""
         return {
             "projects": self.projects(),
-            "databases": sorted(set(admin_rows("SELECT datname FROM pg_database")) - set(self.databases)),
+            # The catalog is the local server's own state (kept by design, like its data directory).
+            "databases": sorted(set(admin_rows("SELECT datname FROM pg_database")) - {*self.databases, CATALOG_DB}),
             "roles": sorted(set(admin_rows("SELECT rolname FROM pg_roles")) - set(self.roles)),
             "processes": processes_of(self.tmp),
             "temp": sorted(path.name for path in self.tmp.iterdir()),
