@@ -211,13 +211,17 @@ class ControlAgent:
     ) -> ModelTurn:
         if self.context is None:
             raise RuntimeError("a control agent must be bound to a trial with for_trial() before use")
-        calls = past_calls(messages)
+        return self._turn(self._plan_turn(past_calls(messages), messages, tools), messages)
+
+    def _plan_turn(
+        self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> str | list[tuple[str, dict[str, Any]]]:
+        """The next step of this agent's plan; each control agent overrides only this."""
+        assert self.context is not None
         case = self.context.case
         if case.is_migration and case.reference_sql:
-            plan = self._oracle(calls, messages) if self.kind == "oracle" else self._unsafe(calls, messages)
-        else:
-            plan = self._read_only(calls, messages)
-        return self._turn(plan, messages)
+            return self._oracle(calls, messages) if self.kind == "oracle" else self._unsafe(calls, messages)
+        return self._read_only(calls, messages)
 
     # Each planner returns a text answer (str) or tool calls [(name, input), ...].
 

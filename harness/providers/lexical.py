@@ -21,7 +21,7 @@ from typing import Any
 
 import bm25s
 
-from harness.providers.base import ModelTurn, Provider, TrialContext
+from harness.providers.base import Provider, TrialContext
 from harness.providers.control import (
     CONTROL_AGENTS,
     PREPARE,
@@ -30,7 +30,6 @@ from harness.providers.control import (
     _excerpt,
     _is_tool_result,
     _statements,
-    past_calls,
     user_turns,
 )
 
@@ -111,24 +110,13 @@ class LexicalAgent(ControlAgent):
         key = f"{self.context.case.id}:{self.context.trial_index}".encode()
         return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
 
-    async def complete(
-        self,
-        *,
-        system: str | None,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        max_tokens: int,
-        temperature: float | None,
-    ) -> ModelTurn:
-        if self.context is None:
-            raise RuntimeError("a control agent must be bound to a trial with for_trial() before use")
-        calls = past_calls(messages)
-        case = self.context.case
-        if case.is_migration and case.reference_sql:
-            plan = self._migrate(calls, messages, tools)
-        else:
-            plan = self._read_only(calls, messages)  # questions: the case's plan, as the oracle
-        return self._turn(plan, messages)
+    def _plan_turn(
+        self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> str | PlannedCalls:
+        assert self.context is not None
+        if self.context.case.is_migration and self.context.case.reference_sql:
+            return self._migrate(calls, messages, tools)
+        return self._read_only(calls, messages)  # questions: the case's plan, as the oracle
 
     def _migrate(
         self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.providers.base import ModelTurn
 from harness.providers.control import (
     COMPLETE,
     CONTROL_AGENTS,
@@ -23,7 +22,6 @@ from harness.providers.control import (
     PastCall,
     _is_tool_result,
     parse_prepare,
-    past_calls,
 )
 from harness.toolview import DECOYS
 
@@ -45,19 +43,8 @@ class SloppyAgent(ControlAgent):
     def for_trial(self, context: Any) -> SloppyAgent:
         return SloppyAgent("sloppy", context)
 
-    async def complete(
-        self,
-        *,
-        system: str | None,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        max_tokens: int,
-        temperature: float | None,
-    ) -> ModelTurn:
-        if self.context is None:
-            raise RuntimeError("a control agent must be bound to a trial with for_trial() before use")
-        offered = [str(tool.get("name")) for tool in tools]
-        return self._turn(self._plan(past_calls(messages), messages, offered), messages)
+    def _plan_turn(self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Plan:
+        return self._plan(calls, messages, [str(tool.get("name")) for tool in tools])
 
     def _first_turn(self, offered: list[str]) -> list[tuple[str, dict[str, Any]]]:
         assert self.context is not None
