@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +17,23 @@ from tests.evals.cli import REPO_ROOT
 from tests.faults.conftest import EVAL_FILE, World, fault_env, processes_of, wait_for_records
 
 
+@pytest.fixture
+def stray_processes(world: World) -> Iterator[None]:
+    """Whatever the killed run started and the janitor did not stop (the known gap) dies with the test."""
+    yield
+    for line in processes_of(world.tmp):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
+
+
 @pytest.mark.xfail(
     reason="known gap: the kill can land before any sandbox exists, and in a full run the janitor has been seen "
     "to delete none of a killed run's projects; under investigation (see the closing note of the session)",
     strict=False,
 )
-def test_the_janitor_removes_everything_a_killed_run_left(world: World, dataset: Path, tmp_path: Path) -> None:
+def test_the_janitor_removes_everything_a_killed_run_left(
+    world: World, dataset: Path, tmp_path: Path, stray_processes: None
+) -> None:
     results = tmp_path / "results"
     env = fault_env(world, results, dataset, EVAL_TRIALS="4", EVAL_CONCURRENCY="2", EVAL_MODEL="control:oracle")
     command = [str(Path(sys.executable).parent / "braintrust"), "eval", "--no-send-logs", "--no-progress-bars"]
