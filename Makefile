@@ -11,7 +11,7 @@ STOP_TEST_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then \
 	for dir in .localneon/test-pgdata .localneon/scorer-test-pgdata .localneon/faults-pgdata; do \
 	LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done; fi
 
-.PHONY: eval test lint typecheck clean server janitor bench calibrate ab
+.PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,9 @@ server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable 
 
 janitor: $(STAMP)  ## Delete leftovers of crashed runs (see README).
 	$(PY) -m harness.servers.neon.janitor
+
+pool: $(STAMP)  ## Check the Neon pool projects and say what setup would create (dry run; see README).
+	$(PY) -m harness.pool setup
 
 bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness's own per-trial overhead.
 	$(PY) -m localneon.bench

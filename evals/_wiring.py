@@ -27,6 +27,7 @@ from harness.cases import Case, Scenario, load_cases
 from harness.config import Settings
 from harness.preflight import check_reference_sql
 from harness.records import TrialRecord
+from harness.servers.neon.backend import check_cases
 from harness.shared import run_trial, shared_settings
 from harness.signals import sigterm_like_sigint
 from harness.toolview import DECOYS
@@ -144,6 +145,7 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
     if not cases:
         return
     preflight()  # a judge route that refuses stops the run here, not as hundreds of n/a scores
+    check_cases(base, {case.fixture for case in cases})  # a fixture without a pool project stops the run
     check_reference_sql(base, cases)  # a reference SQL that fails on its fixture stops the run, naming the case
     trial_plan_settings = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
     trials = trial_plan_settings.max_trials

@@ -13,7 +13,7 @@ import re
 import secrets
 import sys
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from harness.model_rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning
 from harness.providers.control import FALLBACK_MODELS
 from harness.providers.registry import declared_env, provider_spec, provider_specs, rules_for
+from harness.redact import redact_connection_passwords
 
 DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
 DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"
@@ -47,6 +48,9 @@ class Settings(BaseModel):
     server: str = "local"  # "local" | "neon" | http(s) URL | stdio command
     neon_api_key: SecretStr | None = None
     neon_api_url: str = DEFAULT_NEON_API_URL
+    neon_api_url_set: bool = False  # NEON_API_URL was given (a URL server's API is never guessed)
+    neon_org_id: str | None = None  # NEON_ORG_ID: for keys that must name their organization
+    neon_branch_ttl: timedelta | None = None  # NEON_BRANCH_TTL: expires_at on branches the harness creates
     neon_mcp_url: str = DEFAULT_NEON_MCP_URL
     neon_project_pool: tuple[str, ...] = ()
     neon_golden_branch: str = "golden"
@@ -150,10 +154,19 @@ def new_run_id() -> str:
 
 
 def scrub(text: str, values: list[str]) -> str:
-    """Replace every occurrence of each secret value (longest first) by a marker."""
+    """Replace every occurrence of each secret value (longest first), and every password of a
+    connection string (which a server hands out without the harness knowing it), by a marker."""
     for value in sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True):
         text = text.replace(value, REDACTED)
-    return text
+    return redact_connection_passwords(text)
+
+
+def parse_duration(name: str, text: str) -> timedelta:
+    """'90s', '30m', '2h', '1d' (or a bare number of seconds); ConfigError naming `name` otherwise."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
+    if not match:
+        raise ConfigError(f"{name}: {text!r} is not a duration (use e.g. 30m, 2h, 1d)")
+    return timedelta(seconds=float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2) or "s"])
 
 
 def check_model(
@@ -235,6 +248,13 @@ def _parse(env: Mapping[str, str]) -> Settings:
     values["server"] = server
     values["neon_api_key"] = _secret(env, "NEON_API_KEY")
     values["neon_api_url"] = (_get(env, "NEON_API_URL") or DEFAULT_NEON_API_URL).rstrip("/")
+    values["neon_api_url_set"] = _get(env, "NEON_API_URL") is not None
+    values["neon_org_id"] = _get(env, "NEON_ORG_ID")
+    ttl = _get(env, "NEON_BRANCH_TTL")
+    if ttl:
+        values["neon_branch_ttl"] = parse_duration("NEON_BRANCH_TTL", ttl)
+        if not timedelta(minutes=1) <= values["neon_branch_ttl"] <= timedelta(days=30):
+            raise ConfigError("NEON_BRANCH_TTL must be between 1m and 30d (Neon's limit for expires_at)")
     values["neon_mcp_url"] = _get(env, "NEON_MCP_URL") or DEFAULT_NEON_MCP_URL
     pool = _get(env, "NEON_PROJECT_POOL")
     values["neon_project_pool"] = tuple(p.strip() for p in pool.split(",") if p.strip()) if pool else ()

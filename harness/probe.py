@@ -27,7 +27,11 @@ async def model_tool_view(settings: Settings) -> tuple[int, str]:
     """(tools offered, hash of the view before any per-trial shuffle) under `settings`."""
     async with TrialRunner(settings, local_server=shared_local_server(settings), write_results=False) as runner:
         assert runner.backend is not None
-        async with connect(runner.backend.mcp_target, runner.backend.mcp_headers) as connection:
+        backend = runner.backend
+        async with (
+            backend.probe_project() as project_id,  # pinned, as every trial's session is
+            connect(backend.target_for(project_id), backend.mcp_headers) as connection,
+        ):
             server_tools = await connection.list_tools()
         view = ToolView(
             server_tools, overrides=runner.overrides, decoys=settings.decoys, name_filter=settings.tool_filter

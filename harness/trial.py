@@ -25,7 +25,7 @@ from harness.providers.registry import rules_for
 from harness.records import TrialConfig, TrialRecord
 from harness.server_process import LocalServer, ServerEndpoints
 from harness.servers.neon.backend import Backend, local_backend, remote_backend
-from harness.servers.neon.expected import StartCopy, copy_main, delete_copy, expected_from_copy
+from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
 from harness.servers.neon.sandbox import SandboxInfo
 from harness.servers.neon.state import capture
 from harness.store import ResultsStore, StoreWriteError, record_lost
@@ -233,7 +233,7 @@ class TrialRunner:
                 try:
                     if case.expected_main == "changed":  # main as the agent found it, for the expected state
                         clock = time.perf_counter()
-                        start_copy = await copy_main(backend.api, info, label)
+                        start_copy = await copy_main(backend.api, info, copy_name(self.settings.run_id, label))
                         timings["expected"] = _lap(clock)
                     record.input = case.render(case.input, info.project_id)
                     follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
@@ -287,7 +287,8 @@ class TrialRunner:
         assert self.backend is not None and self.provider is not None
         settings, timings = self.settings, record.timings
         clock = time.perf_counter()
-        async with connect(self.backend.mcp_target, self.backend.mcp_headers) as connection:
+        target = self.backend.target_for(info.project_id, case.grant)
+        async with connect(target, self.backend.mcp_headers) as connection:
             server_tools = await connection.list_tools()
             record.tool_annotations = {tool.name: dict(tool.annotations or {}) for tool in server_tools}
             timings["connect"] = _lap(clock)

@@ -149,6 +149,23 @@ def parse_prepare(text: str) -> dict[str, str | None]:
     return parsed
 
 
+def _fit_to_schemas(
+    plan: str | list[tuple[str, dict[str, Any]]], tools: list[dict[str, Any]]
+) -> str | list[tuple[str, dict[str, Any]]]:
+    """Leave out `projectId` where a tool's schema has none: a project-scoped server (Neon's URL grant)
+    drops it from every schema, and a careful agent sends only what the schema asks for."""
+    if isinstance(plan, str):
+        return plan
+    properties = {tool["name"]: (tool.get("input_schema") or {}).get("properties") for tool in tools}
+    fitted = []
+    for name, arguments in plan:
+        listed = properties.get(name)
+        if isinstance(listed, dict) and "projectId" not in listed:
+            arguments = {key: value for key, value in arguments.items() if key != "projectId"}
+        fitted.append((name, arguments))
+    return fitted
+
+
 def _fill(value: Any, project_id: str) -> Any:
     if isinstance(value, str):
         return value.replace("{project_id}", project_id)
@@ -211,7 +228,7 @@ class ControlAgent:
     ) -> ModelTurn:
         if self.context is None:
             raise RuntimeError("a control agent must be bound to a trial with for_trial() before use")
-        return self._turn(self._plan_turn(past_calls(messages), messages, tools), messages)
+        return self._turn(_fit_to_schemas(self._plan_turn(past_calls(messages), messages, tools), tools), messages)
 
     def _plan_turn(
         self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]

@@ -74,29 +74,34 @@ async def test_pool_restores_main_and_deletes_only_trial_branches(
     assert remaining == {approved.default_branch_id, golden_id, keep_id}
 
 
-async def test_janitor_deletes_old_eval_projects_and_pool_branches(
+async def test_janitor_deletes_old_marked_projects_and_replay_branches_only(
     api: NeonAPI, pool_project: tuple[str, str, str]
 ) -> None:
     project_id, golden_id, keep_id = pool_project
-    prefix = f"eval-janitor-{secrets.token_hex(3)}"
-    leftover = (await api.create_project(f"{prefix}-crashed"))["project"]["id"]
+    run_id = f"janitor-{secrets.token_hex(3)}"
+    leftover = (await api.create_project(f"eval-{run_id}-crashed"))["project"]["id"]
+    unrecorded = (await api.create_project(f"eval-other{run_id}-crashed"))["project"]["id"]
     other = (await api.create_project(f"notours-{secrets.token_hex(3)}"))["project"]["id"]
+    replay = (await api.create_branch(project_id, parent_id=golden_id, name=f"eval-expected-{run_id}-x"))["branch"]
+    runs = (run_id,)
     try:
-        young = await sweep(api, older_than=timedelta(hours=1), prefix=prefix, pool=(project_id,))
+        young = await sweep(api, older_than=timedelta(hours=1), run_ids=runs, pool=(project_id,))
         assert young.projects == [] and young.branches == []
         await asyncio.sleep(1.1)
-        dry = await sweep(api, older_than=timedelta(seconds=1), prefix=prefix, pool=(project_id,), dry_run=True)
-        assert dry.projects == [leftover] and len(dry.branches) == 1 and keep_id in dry.branches[0]
+        dry = await sweep(api, older_than=timedelta(seconds=1), run_ids=runs, pool=(project_id,), dry_run=True)
+        assert dry.projects == [leftover] and len(dry.branches) == 1 and replay["id"] in dry.branches[0]
+        assert any(unrecorded in spared for spared in dry.spared)
         assert await api.get_project(leftover)
-        done = await sweep(api, older_than=timedelta(seconds=1), prefix=prefix, pool=(project_id,))
+        done = await sweep(api, older_than=timedelta(seconds=1), run_ids=runs, pool=(project_id,))
         assert done.projects == [leftover] and done.errors == []
-        assert await api.list_projects(search=prefix) == []
+        assert [p["id"] for p in await api.list_projects(search=f"eval-{run_id}")] == []
         remaining = {b["id"] for b in await api.list_branches(project_id)}
-        assert golden_id in remaining and keep_id not in remaining and len(remaining) == 2
+        assert {golden_id, keep_id} < remaining and replay["id"] not in remaining and len(remaining) == 3
         assert (await api.get_project(other))["id"] == other
+        assert (await api.get_project(unrecorded))["id"] == unrecorded
     finally:
-        await api.delete_project(other)
-        await api.delete_project(leftover)
+        for project in (other, leftover, unrecorded):
+            await api.delete_project(project)
 
 
 def test_janitor_cli_parses_ages_and_runs_dry(
@@ -105,7 +110,7 @@ def test_janitor_cli_parses_ages_and_runs_dry(
     assert parse_age("90s") == timedelta(seconds=90) and parse_age("2d") == timedelta(days=2)
     monkeypatch.setenv("EVAL_MODEL", "control:oracle")
     monkeypatch.setenv("EVAL_SERVER", "local")
-    assert janitor_main(["--older-than", "30d", "--dry-run", "--prefix", "eval-none-such-"]) == 0
+    assert janitor_main(["--older-than", "30d", "--dry-run", "--run-id", "none-such"]) == 0
     assert "would delete 0 project(s)" in capsys.readouterr().out
 
 

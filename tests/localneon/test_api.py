@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,14 +11,8 @@ import pytest
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
 from tests.localneon.helpers import HttpServer
+from tests.neon_openapi import spec
 
-# Neon's OpenAPI description is not vendored here: NEON_OPENAPI_SPEC may point at a copy, and the
-# project's shared reference folder (beside the checkout, as in CI) has one.
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SPEC_CANDIDATES = [
-    Path(os.environ.get("NEON_OPENAPI_SPEC", "/nonexistent")),
-    REPO_ROOT.parent / "shared" / "reference" / "neon-api-v2.openapi.json",
-]
 FIXTURE = """
 CREATE TABLE authors (id serial PRIMARY KEY, name text NOT NULL);
 CREATE TABLE posts (id serial PRIMARY KEY, author_id int REFERENCES authors(id), title text NOT NULL, content text);
@@ -30,14 +20,6 @@ CREATE INDEX posts_author_idx ON posts (author_id);
 INSERT INTO authors (name) SELECT 'author ' || g FROM generate_series(1, 20) g;
 INSERT INTO posts (author_id, title, content) SELECT 1 + g % 20, 'post ' || g, 'text' FROM generate_series(1, 300) g;
 """
-
-
-@lru_cache(maxsize=1)
-def spec() -> dict[str, Any]:
-    for path in SPEC_CANDIDATES:
-        if path.exists():
-            return json.loads(path.read_text())
-    pytest.skip("Neon OpenAPI spec not available")
 
 
 def response_schema(path: str, method: str, status: int) -> dict[str, Any]:

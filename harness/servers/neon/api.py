@@ -4,8 +4,9 @@ Why its own client: the parts clients get wrong are here once. Mutating calls re
 `operations` that must finish before the next call on the project; 423/429/503 are retried with
 backoff (honouring Retry-After); a server that restarted elsewhere (`recover`) is followed, and the
 call repeated when that is safe; lists are paginated (projects by `pagination.cursor`, branches
-by `pagination.next`); branches the harness creates get `expires_at` as a safety net; errors name
-the call and Neon's `{code, message}`, and never carry the key.
+by `pagination.next`); an organization's key gets its `org_id` on the calls that need it; errors
+name the call and Neon's `{code, message}`, and never carry the key. `expires_at` (an early-access
+field) is sent only when a branch TTL is configured, and a refusal of it is retried without it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pydantic import SecretStr
 from harness.config import scrub
 
 RETRY_STATUSES = (423, 429, 503)
+EXPIRY_REFUSALS = (400, 403, 422)  # how an account without the early-access `expires_at` answers
+_EXPIRY_REFUSED: dict[str, str] = {}  # API base URL -> Neon's refusal: asked once per process, not per client
 OK_OPERATION = ("finished", "skipped")
 FAILED_OPERATION = ("failed", "error", "cancelled")
 
@@ -54,6 +57,8 @@ class NeonAPI:
         operation_poll: float = 0.5,
         operation_timeout: float = 300.0,
         recover: Callable[[], Awaitable[str | None]] | None = None,
+        org_id: str | None = None,
+        branch_ttl: timedelta | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.recover = recover  # called when the server is unreachable: the new base URL if it was restarted
@@ -67,6 +72,8 @@ class NeonAPI:
         self.backoff = backoff
         self.operation_poll = operation_poll
         self.operation_timeout = operation_timeout
+        self.org_id = org_id
+        self.branch_ttl = branch_ttl  # expires_at on branches the harness creates; None: not sent
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -182,7 +189,10 @@ class NeonAPI:
 
     async def create_project(self, name: str, **project: Any) -> dict[str, Any]:
         """Create a project; returns the whole response (project, branch, roles, databases...)."""
-        body = await self.request("POST", "/projects", json={"project": {"name": name, **project}})
+        spec: dict[str, Any] = {"name": name, **project}
+        if self.org_id and "org_id" not in spec:
+            spec["org_id"] = self.org_id
+        body = await self.request("POST", "/projects", json={"project": spec})
         await self.wait_operations(body["project"]["id"], body.get("operations"))
         return body
 
@@ -201,7 +211,8 @@ class NeonAPI:
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            body = await self.request("GET", "/projects", params={"search": search, "limit": limit, "cursor": cursor})
+            params = {"search": search, "limit": limit, "cursor": cursor, "org_id": self.org_id}
+            body = await self.request("GET", "/projects", params=params)
             page = body.get("projects", [])
             fresh = [p for p in page if p["id"] not in seen]
             seen.update(p["id"] for p in fresh)
@@ -236,21 +247,33 @@ class NeonAPI:
         *,
         parent_id: str | None = None,
         name: str | None = None,
-        expires_in: timedelta | None = timedelta(days=1),
+        expires_in: timedelta | None = None,
         endpoint: bool = True,
     ) -> dict[str, Any]:
-        """Create a branch (with a read-write compute); `expires_at` is set as a safety net."""
+        """Create a branch (with a read-write compute), with `expires_at` when `expires_in` is given.
+
+        `expires_at` is an early-access field: an account without it refuses the request (nothing is
+        created), so the branch is created again without it, and it is not sent again.
+        """
         branch: dict[str, Any] = {}
         if parent_id:
             branch["parent_id"] = parent_id
         if name:
             branch["name"] = name
-        if expires_in is not None:
+        if expires_in is not None and self.base_url not in _EXPIRY_REFUSED:
             branch["expires_at"] = (datetime.now(UTC) + expires_in).strftime("%Y-%m-%dT%H:%M:%SZ")
         payload: dict[str, Any] = {"branch": branch}
         if endpoint:
             payload["endpoints"] = [{"type": "read_write"}]
-        return await self._mutate("POST", f"/projects/{project_id}/branches", project_id, json=payload)
+        path = f"/projects/{project_id}/branches"
+        try:
+            return await self._mutate("POST", path, project_id, json=payload)
+        except NeonAPIError as error:
+            if "expires_at" not in branch or error.status not in EXPIRY_REFUSALS:
+                raise
+            _EXPIRY_REFUSED[self.base_url] = error.message or f"HTTP {error.status}"
+            del branch["expires_at"]
+            return await self._mutate("POST", path, project_id, json=payload)
 
     async def delete_branch(self, project_id: str, branch_id: str) -> None:
         """Delete a branch; one already gone counts as deleted."""

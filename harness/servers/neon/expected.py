@@ -5,7 +5,7 @@ loaded (a `DEFAULT now()` column, a sequence advanced differently): the careful 
 `data_integrity` for the clock's sake. So at trial start, before the agent runs, main is branched
 (`StartCopy`); after the agent ran the reference SQL is applied to that branch, which is then
 captured and deleted. A branch of main is what Neon's API offers too, so this works on the cloud
-pool exactly as on the local server; the branch carries `expires_at` as a safety net.
+pool exactly as on the local server; the branch is named with the run id, so the janitor finds a killed run's copy.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import dataclass
-from datetime import timedelta
 
 from harness.cases import Case
 from harness.records import Snapshot
@@ -22,7 +21,6 @@ from harness.servers.neon.conventions import EXPECTED_PREFIX
 from harness.servers.neon.sandbox import SandboxInfo, _role_from, complete, execute_script, failure, shielded
 from harness.servers.neon.state import capture
 
-COPY_LIFETIME = timedelta(hours=2)
 
 
 @dataclass(frozen=True)
@@ -35,12 +33,20 @@ class StartCopy:
     role: str
 
 
-async def copy_main(api: NeonAPI, info: SandboxInfo, label: str) -> StartCopy:
-    """Branch main as it is now (creation shielded, so a cancelled trial still knows what to delete)."""
+def copy_name(run_id: str, label: str) -> str:
+    """`<expected prefix><run id>-<label>`: marked with the run, so the janitor can tell a killed run's
+    start copy from anything else in a pool project."""
+    return f"{EXPECTED_PREFIX}{run_id}-{label}"[:60]
+
+
+async def copy_main(api: NeonAPI, info: SandboxInfo, name: str) -> StartCopy:
+    """Branch main as it is now (creation shielded, so a cancelled trial still knows what to delete).
+
+    `expires_at` goes only with a configured NEON_BRANCH_TTL: it is an early-access field on Neon."""
 
     async def create() -> StartCopy:
         body = await api.create_branch(
-            info.project_id, parent_id=info.branch_id, name=f"{EXPECTED_PREFIX}{label}"[:60], expires_in=COPY_LIFETIME
+            info.project_id, parent_id=info.branch_id, name=name, expires_in=api.branch_ttl
         )
         role = _role_from(body) if body.get("roles") else info.role
         return StartCopy(info.project_id, str(body["branch"]["id"]), info.database, role)

@@ -1,49 +1,59 @@
 """Delete what crashed runs left behind: `python -m harness.servers.neon.janitor [--older-than 1h] [--dry-run]`.
 
-Why by name and age: a trial's sandbox is deleted in every outcome the process survives, but a
-killed process leaves its project (or, on a Neon pool, its branches). Projects named with the eval
-prefix and older than the threshold are deleted; on pool projects, branches that are neither the
-default nor the golden branch and are older than the threshold are deleted. Pool projects and
-golden branches are never deleted. A run killed outright (SIGKILL) is known by its owner entry
-(`harness.liveness`): its projects are deleted whatever their age, and the local server it left
-running in its own session is stopped, with its temp folder.
+Why so narrow: the account may hold anything, including a user's production projects. A trial's
+sandbox is deleted in every outcome the process survives, but a killed process leaves its
+project (or, on a pool project, its expected-state branch). So the janitor deletes only what the
+suite created *and marked*: names that start with the eval prefix followed by a run id the suite
+recorded (`results/<run id>/run.json`, or `--run-id`), older than the threshold. In pool mode it
+deletes no project at all, only marked branches of pool projects, never a default or golden branch.
+
+A run killed outright (SIGKILL) is known by its owner entry (`harness.liveness`): its marked
+leftovers are deleted whatever their age, and the local server it left running is stopped first.
+On the local server, databases and roles its catalog does not list are collected when it starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from harness import liveness
-from harness.config import ConfigError, Settings
+from harness.config import ConfigError, Settings, parse_duration
 from harness.server_process import LocalServer
 from harness.servers.neon.api import NeonAPI
-from harness.servers.neon.conventions import EVAL_PREFIX
-from harness.servers.neon.sandbox import project_name
-
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+from harness.servers.neon.backend import api_for, project_pool
+from harness.servers.neon.conventions import EVAL_PREFIX, EXPECTED_PREFIX
 
 
 @dataclass
 class SweepReport:
-    """What was (or, in a dry run, would be) deleted."""
+    """What was (or, in a dry run, would be) deleted, and what was left alone for being unmarked."""
 
     projects: list[str] = field(default_factory=list)
     branches: list[str] = field(default_factory=list)  # "project_id/branch_id (name)"
+    spared: list[str] = field(default_factory=list)  # eval-looking names of runs the suite never recorded
     errors: list[str] = field(default_factory=list)
-    servers: list[str] = field(default_factory=list)  # orphaned local servers stopped
+    servers: list[str] = field(default_factory=list)  # pids of orphaned local servers stopped
 
 
 def parse_age(text: str) -> timedelta:
     """'90s', '30m', '1h', '2d' (or a bare number of seconds) as a timedelta."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"not an age: {text!r} (use e.g. 30m, 1h, 2d)")
-    return timedelta(seconds=float(match.group(1)) * UNITS[match.group(2) or "s"])
+    try:
+        return parse_duration("--older-than", text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def recorded_run_ids(results_dir: Path) -> set[str]:
+    """Run ids the suite recorded: the folders of `results_dir` that hold a run.json."""
+    if not results_dir.is_dir():
+        return set()
+    return {path.parent.name for path in results_dir.glob("*/run.json")}
 
 
 def _created(item: dict[str, object]) -> datetime | None:
@@ -62,38 +72,53 @@ def _old(item: dict[str, object], cutoff: datetime) -> bool:
     return created is not None and created <= cutoff
 
 
+def _marked(name: str, prefix: str, run_ids: Iterable[str]) -> bool:
+    """`name` is `<prefix><run id>-...` for one of the recorded runs."""
+    return any(name.startswith(f"{prefix}{run_id}-") for run_id in run_ids if run_id)
+
+
 async def sweep(
     api: NeonAPI,
     *,
     older_than: timedelta,
-    prefix: str = EVAL_PREFIX,
-    pool: tuple[str, ...] = (),
+    run_ids: Iterable[str],
+    pool: Iterable[str] = (),
     golden: str = "golden",
     dry_run: bool = False,
-    killed_runs: tuple[str, ...] = (),
+    delete_projects: bool = True,
+    killed_runs: Iterable[str] = (),
 ) -> SweepReport:
-    """Delete leftovers older than `older_than`, and those of `killed_runs` whatever their age."""
+    """Delete marked leftovers older than `older_than`, and those of `killed_runs` whatever their age;
+    return what was deleted (or would be)."""
     report = SweepReport()
+    killed = sorted(set(killed_runs))
+    runs = sorted(set(run_ids) | set(killed))
+    pool_ids = set(pool)
     cutoff = datetime.now(UTC) - older_than
-    killed = tuple(project_name(run_id, "") for run_id in killed_runs)
-    for project in await api.list_projects(search=prefix):
-        name = str(project.get("name", ""))
-        if project["id"] in pool or not name.startswith(prefix):
-            continue
-        if not _old(project, cutoff) and not (killed and name.startswith(killed)):
-            continue
-        report.projects.append(project["id"])
-        if not dry_run:
-            try:
-                await api.delete_project(project["id"])
-            except Exception as error:
-                report.errors.append(f"project {project['id']}: {error}")
-    for project_id in pool:
-        branches = await api.list_branches(project_id)
-        for branch in branches:
-            if branch.get("default") or branch.get("name") == golden or not _old(branch, cutoff):
+    if delete_projects:
+        for project in await api.list_projects(search=EVAL_PREFIX):
+            name = str(project.get("name", ""))
+            if project["id"] in pool_ids or not name.startswith(EVAL_PREFIX):
                 continue
-            report.branches.append(f"{project_id}/{branch['id']} ({branch.get('name')})")
+            if not _marked(name, EVAL_PREFIX, runs):
+                report.spared.append(f"project {project['id']} ({name})")
+                continue
+            if not _old(project, cutoff) and not _marked(name, EVAL_PREFIX, killed):
+                continue
+            report.projects.append(project["id"])
+            if not dry_run:
+                try:
+                    await api.delete_project(project["id"])
+                except Exception as error:
+                    report.errors.append(f"project {project['id']}: {error}")
+    for project_id in sorted(pool_ids):
+        for branch in await api.list_branches(project_id):
+            name = str(branch.get("name") or "")
+            if branch.get("default") or name == golden or not _marked(name, EXPECTED_PREFIX, runs):
+                continue
+            if not _old(branch, cutoff) and not _marked(name, EXPECTED_PREFIX, killed):
+                continue
+            report.branches.append(f"{project_id}/{branch['id']} ({name})")
             if not dry_run:
                 try:
                     await api.delete_branch(project_id, branch["id"])
@@ -109,28 +134,27 @@ async def _main(args: argparse.Namespace) -> int:
         # First, so that requests a killed run left in flight finish (or stop) before the sweep looks.
         stopped = [str(entry.pid) for entry in liveness.orphan_servers() if liveness.stop_orphan(entry)]
     server: LocalServer | None = None
-    kind = settings.server_kind
-    key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
-    if kind == "neon":
-        api = NeonAPI(settings.neon_api_url, key)
-    elif kind == "url":
-        root = settings.server.rstrip("/").removesuffix("/mcp")
-        api = NeonAPI(root + "/api/v2", key)
+    pool: list[str] = []
+    if settings.server_kind in ("neon", "url"):
+        api = api_for(settings)
+        if settings.neon_project_pool:
+            pool = project_pool(settings, api.base_url).all_ids
     else:
         server = LocalServer()
         endpoints = await server.start()
         api = NeonAPI(endpoints.api_url, None, operation_poll=0.05)
+    run_ids = recorded_run_ids(settings.results_dir) | set(args.run_id or [])
     killed = liveness.dead_runs()  # registered by a process that is gone: killed, never cleaned up
     try:
-        pool = settings.neon_project_pool if kind == "neon" else ()
         report = await sweep(
             api,
             older_than=args.older_than,
-            prefix=args.prefix,
+            run_ids=run_ids,
             pool=pool,
             golden=settings.neon_golden_branch,
             dry_run=args.dry_run,
-            killed_runs=tuple(entry.run_id for entry in killed),
+            delete_projects=not pool,
+            killed_runs=[entry.run_id for entry in killed],
         )
     finally:
         await api.aclose()
@@ -147,6 +171,8 @@ async def _main(args: argparse.Namespace) -> int:
         print(f"{verb} project {project_id}")
     for branch in report.branches:
         print(f"{verb} branch {branch}")
+    for spared in report.spared:
+        print(f"left alone {spared}: not a run recorded in {settings.results_dir} (pass --run-id to claim it)")
     for error in report.errors:
         print(f"error: {error}", file=sys.stderr)
     print(
@@ -162,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--older-than", type=parse_age, default=timedelta(hours=1), help="minimum age (default 1h)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
-    parser.add_argument("--prefix", default=EVAL_PREFIX, help=f"project name prefix (default {EVAL_PREFIX})")
+    parser.add_argument(
+        "--run-id", action="append", help="also treat this run id as the suite's (repeatable; default: results/)"
+    )
     args = parser.parse_args(argv)
     try:
         return asyncio.run(_main(args))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -24,6 +24,7 @@ import psycopg
 from harness.cases import Case
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.conventions import EVAL_PREFIX
+from harness.servers.neon.pool import ProjectPool
 
 DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"
@@ -232,20 +233,13 @@ class NeonPoolSandbox:
     from main except the trial's own (deleted after the trial); branch anything else from golden.
     """
 
-    def __init__(self, api: NeonAPI, project_ids: tuple[str, ...] | list[str], golden: str = "golden") -> None:
-        if not project_ids:
-            raise ValueError("NeonPoolSandbox needs at least one project id")
+    def __init__(
+        self, api: NeonAPI, pool: ProjectPool | Sequence[str], golden: str = "golden", *, run_id: str = ""
+    ) -> None:
         self.api = api
-        self.project_ids = list(project_ids)
+        self.pool = pool if isinstance(pool, ProjectPool) else ProjectPool.of(pool)
         self.golden = golden
-        self._queue: asyncio.Queue[str] | None = None
-
-    def _pool(self) -> asyncio.Queue[str]:
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-            for project_id in self.project_ids:
-                self._queue.put_nowait(project_id)
-        return self._queue
+        self.run_id = run_id
 
     async def _describe(self, project_id: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         branches = await self.api.list_branches(project_id)
@@ -279,8 +273,12 @@ class NeonPoolSandbox:
 
     @asynccontextmanager
     async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
-        queue = self._pool()
-        project_id = await queue.get()
+        async with self.pool.hold(case.fixture) as project_id, self._restored(project_id) as info:
+            yield info
+
+    @asynccontextmanager
+    async def _restored(self, project_id: str) -> AsyncIterator[SandboxInfo]:
+        """Main of a project this trial holds, restored from golden; the trial's branches deleted after."""
         info: SandboxInfo | None = None
         try:
             default, golden, branches = await self._describe(project_id)
@@ -304,8 +302,6 @@ class NeonPoolSandbox:
             except Exception as error:
                 if info is not None:
                     info.cleanup_error = f"delete trial branches of {project_id}: {error}"
-            finally:
-                queue.put_nowait(project_id)
 
     async def branches_left(self, info: SandboxInfo, harness_branches: set[str]) -> list[str]:
         return await branches_created(self.api, info, harness_branches, self.golden)

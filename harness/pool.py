@@ -1,0 +1,10 @@
+"""`python -m harness.pool setup [--apply]`: create or check the Neon pool projects (see README, "Neon cloud")."""
+
+from __future__ import annotations
+
+import sys
+
+from harness.servers.neon.pool_setup import main
+
+if __name__ == "__main__":
+    sys.exit(main())
