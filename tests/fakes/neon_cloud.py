@@ -8,9 +8,11 @@ branches and PostgreSQL behind it) and keeps the evidence a test needs:
   "org_id is required ..." (an organization-scoped account, as Neon answers);
 - with `refuse_expires_at`, a branch created with `expires_at` is refused (an account without the
   early-access feature), and nothing is created;
-- MCP sessions are recorded per project (`projectId` in the MCP URL, as Neon's server reads its
-  grant); two sessions of one project open at once, or main restored while a session of its
-  project is open, is an *overlap*: two trials holding one project;
+- MCP clients are recorded per project (`projectId` in the MCP URL, as Neon's server reads its
+  grant), each known by its connection (a trial's MCP client keeps one). A pool trial starts by
+  restoring main; from one restore to the next, a project must hear from one client only. A second
+  client in the same stretch, or a client still talking after main was restored under it, is an
+  *overlap*: two trials holding one project;
 - deletions are recorded, so a test can show that foreign projects and branches were never touched.
 MCP is forwarded byte for byte (Streamable HTTP, SSE streams included).
 """
@@ -52,11 +54,12 @@ class Recorded:
 
 @dataclass
 class SessionLog:
-    """MCP sessions per project and the overlaps seen."""
+    """MCP clients per project and the overlaps seen."""
 
-    open: dict[str, set[str]] = field(default_factory=dict)  # project id -> open session ids
-    opened: dict[str, int] = field(default_factory=dict)  # project id -> sessions ever opened
-    unpinned: int = 0  # sessions opened without projectId
+    holder: dict[str, str | None] = field(default_factory=dict)  # project id -> client since the last restore
+    retired: dict[str, set[str]] = field(default_factory=dict)  # project id -> clients whose main was restored
+    opened: dict[str, int] = field(default_factory=dict)  # project id -> distinct clients seen
+    unpinned: int = 0  # MCP requests without projectId
     overlaps: list[str] = field(default_factory=list)
 
 
@@ -81,7 +84,6 @@ class NeonCloud:
         self.refuse_expires_at = refuse_expires_at
         self.requests: list[Recorded] = []
         self.sessions = SessionLog()
-        self._session_project: dict[str, str] = {}
         self._lock = threading.Lock()
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -92,7 +94,7 @@ class NeonCloud:
                 Route("/mcp", self._mcp, methods=["GET", "POST", "DELETE"]),
             ]
         )
-        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_keep_alive=600)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True)
 
@@ -183,17 +185,20 @@ class NeonCloud:
         return None
 
     def _restoring(self, project_id: str) -> None:
+        """A trial starts on `project_id`: whoever talked to it before is done with it."""
         with self._lock:
-            if self.sessions.open.get(project_id):
-                self.sessions.overlaps.append(f"{project_id}: main restored while a trial's session was open")
+            previous = self.sessions.holder.get(project_id)
+            if previous is not None:
+                self.sessions.retired.setdefault(project_id, set()).add(previous)
+            self.sessions.holder[project_id] = None
 
     # -- MCP -----------------------------------------------------------------------------------
 
     async def _mcp(self, request: Request) -> Response:
         if not self._authorized(request):
             return JSONResponse({"code": "", "message": "authentication required"}, status_code=401)
-        session = request.headers.get("mcp-session-id")
         project = request.query_params.get("projectId")
+        self._heard(project, f"{request.client.host}:{request.client.port}" if request.client else "?")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
         if self.upstream_token:
             headers["Authorization"] = f"Bearer {self.upstream_token}"
@@ -206,11 +211,6 @@ class NeonCloud:
             headers=headers,
         )
         upstream = await client.send(upstream_request, stream=True)
-        new_session = upstream.headers.get("mcp-session-id")
-        if new_session and session is None and upstream.status_code < 300:
-            self._opened(new_session, project)
-        if request.method == "DELETE" and session is not None:
-            self._closed(session)
         self._record(request, "mcp", upstream.status_code)
         passed = {k: v for k, v in upstream.headers.items() if k.lower() not in HOP_HEADERS | {"content-encoding"}}
 
@@ -222,23 +222,23 @@ class NeonCloud:
             _chunks(upstream), status_code=upstream.status_code, headers=passed, background=BackgroundTask(close)
         )
 
-    def _opened(self, session: str, project: str | None) -> None:
+    def _heard(self, project: str | None, client: str) -> None:
         with self._lock:
+            log = self.sessions
             if project is None:
-                self.sessions.unpinned += 1
+                log.unpinned += 1
                 return
-            self._session_project[session] = project
-            holders = self.sessions.open.setdefault(project, set())
-            if holders:
-                self.sessions.overlaps.append(f"{project}: a second session opened while {len(holders)} were open")
-            holders.add(session)
-            self.sessions.opened[project] = self.sessions.opened.get(project, 0) + 1
-
-    def _closed(self, session: str) -> None:
-        with self._lock:
-            project = self._session_project.pop(session, None)
-            if project is not None:
-                self.sessions.open.get(project, set()).discard(session)
+            if project not in log.holder:  # never restored: no trial has started on it (a tool-count probe)
+                log.opened[project] = log.opened.get(project, 0) + 1
+                return
+            if client in log.retired.get(project, set()):
+                log.overlaps.append(f"{project}: client {client} still talking after main was restored under it")
+            holder = log.holder.get(project)
+            if holder is None:
+                log.holder[project] = client
+                log.opened[project] = log.opened.get(project, 0) + 1
+            elif holder != client:
+                log.overlaps.append(f"{project}: clients {holder} and {client} in one trial's stretch")
 
 
 async def _chunks(upstream: httpx.Response) -> AsyncIterator[bytes]:

@@ -49,8 +49,10 @@ class Backend:
     @asynccontextmanager
     async def probe_project(self) -> AsyncIterator[str]:
         """A project to list tools under, as a trial would see them (a pool project, or a throwaway one)."""
-        if isinstance(self.sandbox, NeonPoolSandbox):
-            yield self.sandbox.pool.all_ids[0]
+        if isinstance(self.sandbox, NeonPoolSandbox):  # held like a trial's, so no trial shares it meanwhile
+            pool = self.sandbox.pool
+            async with pool.hold(next(iter(pool.projects))) as project_id:
+                yield project_id
             return
         run_id = self.sandbox.run_id if isinstance(self.sandbox, LocalProjectSandbox) else "probe"
         body = await self.api.create_project(project_name(run_id, "probe"))
