@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -26,10 +27,12 @@ async def test_projects_and_branches_paginate_and_operations_finish(api: NeonAPI
         assert sorted(p["id"] for p in listed) == sorted(created)
         project_id = created[0]
         main = await api.default_branch(project_id)
+        ttl = {0: timedelta(hours=2), 1: None, 2: timedelta(hours=2)}  # expires_at only when asked for
         children = [
-            (await api.create_branch(project_id, parent_id=main["id"], name=f"child-{i}"))["branch"] for i in range(3)
+            (await api.create_branch(project_id, parent_id=main["id"], name=f"child-{i}", expires_in=ttl[i]))["branch"]
+            for i in range(3)
         ]
-        assert all(child.get("expires_at") for child in children)
+        assert [bool(child.get("expires_at")) for child in children] == [True, False, True]
         branches = await api.list_branches(project_id, limit=1)
         assert sorted(b["id"] for b in branches) == sorted([main["id"], *(c["id"] for c in children)])
         for child in children:
