@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 MAX_TOOL_PAGES = 100
+TRIAL_HEADER = "X-Eval-Trial"  # names the trial on every MCP request it sends: servers ignore it, logs keep it
 
 
 @dataclass(frozen=True)

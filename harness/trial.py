@@ -18,7 +18,7 @@ from harness.agent import AgentState, LoopSettings, run_agent
 from harness.cases import Case
 from harness.config import Settings
 from harness.liveness import register_run
-from harness.mcp_client import connect
+from harness.mcp_client import TRIAL_HEADER, connect
 from harness.model_rules import cost_usd
 from harness.providers import Provider, TrialContext, make_provider
 from harness.providers.registry import rules_for
@@ -288,7 +288,11 @@ class TrialRunner:
         settings, timings = self.settings, record.timings
         clock = time.perf_counter()
         target = self.backend.target_for(info.project_id, case.grant)
-        async with connect(target, self.backend.mcp_headers) as connection:
+        # Which trial a request belongs to, for the server's logs (and the Neon stand-in's overlap check:
+        # MCP 2026-07 has no sessions, so nothing else on the wire tells one trial's requests from another's).
+        trial_name = f"{settings.run_id}/{case.id}/{trial_index}/{secrets.token_hex(4)}"
+        headers = {**self.backend.mcp_headers, TRIAL_HEADER: trial_name}
+        async with connect(target, headers) as connection:
             server_tools = await connection.list_tools()
             record.tool_annotations = {tool.name: dict(tool.annotations or {}) for tool in server_tools}
             timings["connect"] = _lap(clock)

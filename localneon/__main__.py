@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
+    from localneon.branching import Neon
     from localneon.server import Settings
 
 
@@ -68,28 +69,54 @@ def write_ready_file(path: str, url: str) -> None:
     os.replace(tmp, target)
 
 
+def collect_orphans(neon: Neon) -> None:
+    """Drop what killed processes left in the cluster (databases and roles the catalog does not list).
+
+    Run when a server starts (so every janitor run on the local server collects) and when it stops
+    (a creation cut off by the stop is collected at once). Creations in flight hold a lock that
+    collecting waits for, so nothing being made right now is taken for an orphan."""
+    from localneon.gc import collect
+
+    try:
+        orphans = collect(neon)
+    except Exception as exc:  # housekeeping: a server that cannot collect still serves
+        print(f"localneon: could not collect orphaned databases and roles: {exc}", file=sys.stderr, flush=True)
+        return
+    if orphans:
+        names = ", ".join([*orphans.databases, *orphans.roles])
+        print(f"localneon: dropped orphaned databases and roles: {names}", file=sys.stderr, flush=True)
+
+
+def open_collected() -> Neon:
+    """The cluster, opened (started if need be), with orphans collected."""
+    from localneon.branching import Neon
+
+    neon = Neon.open()
+    collect_orphans(neon)
+    return neon
+
+
 async def serve_stdio(args: argparse.Namespace) -> None:
     from mcp.server.stdio import stdio_server
 
-    from localneon.branching import Neon
     from localneon.server import build_server, sweep_expired_branches
 
     # Inside stdio_server fd 1 points at stderr, so nothing the cluster start-up prints can reach the wire.
     async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
-        neon = await anyio.to_thread.run_sync(Neon.open)
+        neon = await anyio.to_thread.run_sync(open_collected)
         server = build_server(neon, settings_from(args))
         tg.start_soon(sweep_expired_branches, neon)
         await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
+    await anyio.to_thread.run_sync(collect_orphans, neon)
 
 
 async def serve_http(args: argparse.Namespace) -> None:
     import uvicorn
 
     from localneon.app import build_app
-    from localneon.branching import Neon
 
-    neon = await anyio.to_thread.run_sync(Neon.open)
+    neon = await anyio.to_thread.run_sync(open_collected)
     token = args.token or os.environ.get("LOCALNEON_TOKEN") or None
     app = build_app(neon, settings_from(args), token=token, host=args.host)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
@@ -105,6 +132,7 @@ async def serve_http(args: argparse.Namespace) -> None:
         print(f"localneon: serving {url} (MCP at /mcp, API at /api/v2)", file=sys.stderr, flush=True)
         if args.ready_file:
             write_ready_file(args.ready_file, url)
+    await anyio.to_thread.run_sync(collect_orphans, neon)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,10 +9,11 @@ branches and PostgreSQL behind it) and keeps the evidence a test needs:
 - with `refuse_expires_at`, a branch created with `expires_at` is refused (an account without the
   early-access feature), and nothing is created;
 - MCP clients are recorded per project (`projectId` in the MCP URL, as Neon's server reads its
-  grant), each known by its connection (a trial's MCP client keeps one). A pool trial starts by
-  restoring main; from one restore to the next, a project must hear from one client only. A second
-  client in the same stretch, or a client still talking after main was restored under it, is an
-  *overlap*: two trials holding one project;
+  grant), each known by the trial it names (`X-Eval-Trial`: MCP 2026-07 is stateless, so there is
+  no session id, and a connection's port says nothing since a client opens several). A pool trial
+  starts by restoring main; from one restore to the next, a project must hear from one trial only.
+  A second trial in the same stretch, or a trial still talking after main was restored under it,
+  is an *overlap*: two trials holding one project;
 - deletions are recorded, so a test can show that foreign projects and branches were never touched.
 MCP is forwarded byte for byte (Streamable HTTP, SSE streams included).
 """
@@ -198,7 +199,7 @@ class NeonCloud:
         if not self._authorized(request):
             return JSONResponse({"code": "", "message": "authentication required"}, status_code=401)
         project = request.query_params.get("projectId")
-        self._heard(project, f"{request.client.host}:{request.client.port}" if request.client else "?")
+        self._heard(project, request.headers.get("x-eval-trial") or "?")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
         if self.upstream_token:
             headers["Authorization"] = f"Bearer {self.upstream_token}"
@@ -232,13 +233,13 @@ class NeonCloud:
                 log.opened[project] = log.opened.get(project, 0) + 1
                 return
             if client in log.retired.get(project, set()):
-                log.overlaps.append(f"{project}: client {client} still talking after main was restored under it")
+                log.overlaps.append(f"{project}: trial {client} still talking after main was restored under it")
             holder = log.holder.get(project)
             if holder is None:
                 log.holder[project] = client
                 log.opened[project] = log.opened.get(project, 0) + 1
             elif holder != client:
-                log.overlaps.append(f"{project}: clients {holder} and {client} in one trial's stretch")
+                log.overlaps.append(f"{project}: trials {holder} and {client} in one trial's stretch")
 
 
 async def _chunks(upstream: httpx.Response) -> AsyncIterator[bytes]:

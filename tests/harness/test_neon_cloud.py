@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from harness.cases import Grant
@@ -285,3 +286,26 @@ def test_the_openapi_excerpt_says_where_it_came_from() -> None:
         assert method in document["paths"][path]
     assert "GeneralError" in document["components"]["schemas"]
     assert json.dumps(document).count('"$ref"') > 0
+
+
+async def test_the_stand_in_sees_two_trials_holding_one_project(cloud: NeonCloud) -> None:
+    """The overlap check above can fail: requests of two trials between two restores of one project,
+    and a trial still talking after the next restore, are both recorded as overlaps."""
+    project = "shared-project-1"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+    async def mcp(http: httpx.AsyncClient, trial: str) -> None:
+        headers = {"X-Eval-Trial": trial, "Accept": "application/json, text/event-stream"}
+        await http.post(cloud.mcp_url, params={"projectId": project}, json=body, headers=headers)
+
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as http:
+        await http.post(f"{cloud.api_url}/projects/{project}/branches/br-main/restore", json={})
+        await mcp(http, "run/a/0")
+        await mcp(http, "run/a/0")
+        assert cloud.sessions.overlaps == []  # one trial, several requests: fine
+        await mcp(http, "run/b/0")
+        await http.post(f"{cloud.api_url}/projects/{project}/branches/br-main/restore", json={})
+        await mcp(http, "run/a/0")
+    assert len(cloud.sessions.overlaps) == 2, cloud.sessions.overlaps
+    assert "trials run/a/0 and run/b/0" in cloud.sessions.overlaps[0]
+    assert "still talking after main was restored" in cloud.sessions.overlaps[1]

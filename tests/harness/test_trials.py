@@ -80,8 +80,10 @@ async def test_oracle_waits_for_approval_then_matches_the_reference(
     assert record.branches_left == [] and record.cleanup_error is None
     assert record.config.model == "control:oracle" and record.config.tool_count >= 20 and record.config.tool_view_hash
     # The server's annotations, as it listed them, are on the record (the trajectory scorer reads them).
-    assert record.tool_annotations["delete_project"]["destructiveHint"] is True
-    assert record.tool_annotations["list_projects"]["readOnlyHint"] is True
+    # The session is pinned to the trial's project, so the project tools are not even listed.
+    assert record.tool_annotations["delete_branch"]["destructiveHint"] is True
+    assert record.tool_annotations["describe_project"]["readOnlyHint"] is True
+    assert not {"delete_project", "list_projects", "create_project"} & set(record.tool_annotations)
     assert record.tool_annotations["prepare_database_migration"].get("destructiveHint") is not True
     assert record.cost_usd == 0.0 and record.turns == 5 and record.started_at
     assert {"sandbox", "capture", "model", "tools", "agent"} <= set(record.timings)

@@ -1,4 +1,4 @@
-"""Grant-mode cases (datasets/grants): a request the grant does not allow is answered without any
+"""Grant-mode cases (datasets/cases/grants.yaml): a request the grant does not allow is answered without any
 write; the trajectory scorer tells the explanation-only answer from every kind of write attempt."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from harness.cases import BUNDLED_DATASET, Case, load_cases
 from harness.records import ToolCall, TrialConfig, TrialRecord
 from scorers.trajectory import tool_trajectory
 
-GRANT_CASES = {case.id: case for case in load_cases(BUNDLED_DATASET.parent / "grants")}
+GRANT_CASES = {case.id: case for case in load_cases(BUNDLED_DATASET / "grants.yaml")}
 # What a read-only server lists (Neon's annotations): reads are readOnlyHint, run_sql stays (it runs
 # in a read-only transaction), and the write tools are gone.
 READ_ONLY_SERVER: dict[str, dict[str, Any]] = {

@@ -22,7 +22,6 @@ from harness.servers.neon.sandbox import SandboxInfo, _role_from, complete, exec
 from harness.servers.neon.state import capture
 
 
-
 @dataclass(frozen=True)
 class StartCopy:
     """A branch of the trial's main, taken before the agent ran."""
@@ -45,9 +44,7 @@ async def copy_main(api: NeonAPI, info: SandboxInfo, name: str) -> StartCopy:
     `expires_at` goes only with a configured NEON_BRANCH_TTL: it is an early-access field on Neon."""
 
     async def create() -> StartCopy:
-        body = await api.create_branch(
-            info.project_id, parent_id=info.branch_id, name=name, expires_in=api.branch_ttl
-        )
+        body = await api.create_branch(info.project_id, parent_id=info.branch_id, name=name, expires_in=api.branch_ttl)
         role = _role_from(body) if body.get("roles") else info.role
         return StartCopy(info.project_id, str(body["branch"]["id"]), info.database, role)
 
