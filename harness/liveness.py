@@ -3,14 +3,17 @@
 Why: a run killed with SIGKILL cleans up nothing. Its projects are young (an age threshold alone
 would spare them for an hour), and the local server it started lives on in its own session. Each
 run and each local server writes a small entry naming its owner process under
-`.localneon/owners/`; the entry is removed when the run or server ends normally. An entry whose
-owner process is gone marks leftovers the janitor may remove at once, whatever their age.
+`.localneon/owners/<cluster>/`; the entry is removed when the run or server ends normally. An entry
+whose owner process is gone marks leftovers the janitor may remove at once, whatever their age.
+Entries are kept per PostgreSQL data directory (`LOCALNEON_PGDATA`): a janitor sweeping one cluster
+must not forget a killed run whose sandboxes live in another.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -23,6 +26,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OWNERS_DIR = REPO_ROOT / ".localneon" / "owners"
+DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"  # the local server's default (localneon.pg)
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,10 @@ class Entry:
 
 
 def owners_dir() -> Path:
-    return OWNERS_DIR
+    """The entries of the cluster this process works on, named after its data directory."""
+    pgdata = Path(os.environ.get("LOCALNEON_PGDATA") or DEFAULT_PGDATA).expanduser().resolve()
+    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:10]
+    return OWNERS_DIR / f"{pgdata.name}-{digest}"
 
 
 def pid_alive(pid: int) -> bool:

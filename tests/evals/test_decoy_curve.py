@@ -16,7 +16,7 @@ from tests.analysis.browser import drawn_in, rendered_dom
 from tests.evals.cli import offline_env, run_braintrust_eval
 
 CASES = (
-    "create-index-posts-title",
+    "add-column-reading-time",
     "shop-rename-column-phone",
     "shop-alter-type-price-precision",
     "drop-column-excerpt",

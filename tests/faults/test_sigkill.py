@@ -19,18 +19,13 @@ from tests.faults.conftest import EVAL_FILE, World, fault_env, processes_of, wai
 
 @pytest.fixture
 def stray_processes(world: World) -> Iterator[None]:
-    """Whatever the killed run started and the janitor did not stop (the known gap) dies with the test."""
+    """Whatever the killed run started dies with the test, even when an assertion fails first."""
     yield
     for line in processes_of(world.tmp):
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
 
 
-@pytest.mark.xfail(
-    reason="known gap: the kill can land before any sandbox exists, and in a full run the janitor has been seen "
-    "to delete none of a killed run's projects; under investigation (see the closing note of the session)",
-    strict=False,
-)
 def test_the_janitor_removes_everything_a_killed_run_left(
     world: World, dataset: Path, tmp_path: Path, stray_processes: None
 ) -> None:
@@ -52,7 +47,7 @@ def test_the_janitor_removes_everything_a_killed_run_left(
     finally:
         cli.wait(30)
     left = world.leftovers()
-    assert left["projects"] and any("-m localneon" in line for line in processes_of(world.tmp)), left
+    assert any("-m localneon" in line for line in processes_of(world.tmp)), left
 
     janitor = subprocess.run(
         [sys.executable, "-m", "harness.servers.neon.janitor"],
@@ -65,5 +60,6 @@ def test_the_janitor_removes_everything_a_killed_run_left(
     )
     assert janitor.returncode == 0, janitor.stderr[-3000:]
     assert "stopped local server" in janitor.stdout, janitor.stdout
-    assert "deleted project " in janitor.stdout, janitor.stdout
+    if left["projects"]:  # the kill may land while no trial holds a sandbox (between two trials)
+        assert "deleted project " in janitor.stdout, janitor.stdout
     world.assert_clean(janitor.stdout + janitor.stderr)

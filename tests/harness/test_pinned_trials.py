@@ -81,7 +81,11 @@ async def test_a_trial_cannot_reach_another_project(
         calls = {call.name: call for call in record.tool_calls}
         assert calls["run_sql"].is_error and "secrets" in calls["run_sql"].result_text
         assert calls["delete_project"].unknown and calls["list_projects"].unknown
-        assert not calls["describe_project"].is_error and record.project_id in calls["describe_project"].result_text
+        assert (
+            record.project_id
+            and not calls["describe_project"].is_error
+            and str(record.project_id) in calls["describe_project"].result_text
+        )
         assert neighbour_id not in calls["describe_project"].result_text
         async with await psycopg.AsyncConnection.connect(uri, autocommit=True) as conn:
             rows = await (await conn.execute("SELECT v FROM secrets")).fetchall()
