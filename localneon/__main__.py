@@ -69,30 +69,16 @@ def write_ready_file(path: str, url: str) -> None:
     os.replace(tmp, target)
 
 
-def collect_orphans(neon: Neon) -> None:
-    """Drop what killed processes left in the cluster (databases and roles the catalog does not list).
-
-    Run when a server starts (so every janitor run on the local server collects) and when it stops
-    (a creation cut off by the stop is collected at once). Creations in flight hold a lock that
-    collecting waits for, so nothing being made right now is taken for an orphan."""
-    from localneon.gc import collect
-
-    try:
-        orphans = collect(neon)
-    except Exception as exc:  # housekeeping: a server that cannot collect still serves
-        print(f"localneon: could not collect orphaned databases and roles: {exc}", file=sys.stderr, flush=True)
-        return
-    if orphans:
-        names = ", ".join([*orphans.databases, *orphans.roles])
-        print(f"localneon: dropped orphaned databases and roles: {names}", file=sys.stderr, flush=True)
-
-
 def open_collected() -> Neon:
-    """The cluster, opened (started if need be), with orphans collected."""
+    """The cluster, opened (started if need be), with what killed processes left in it collected: so the
+    restarted server, or the one the janitor starts, cleans up after them. (The HTTP app collects
+    again at shutdown, in its lifespan; uvicorn re-raises SIGTERM once it has served, so code after
+    `serve()` never runs.)"""
     from localneon.branching import Neon
+    from localneon.gc import collect_and_report
 
     neon = Neon.open()
-    collect_orphans(neon)
+    collect_and_report(neon)
     return neon
 
 
@@ -108,7 +94,9 @@ async def serve_stdio(args: argparse.Namespace) -> None:
         tg.start_soon(sweep_expired_branches, neon)
         await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
-    await anyio.to_thread.run_sync(collect_orphans, neon)
+    from localneon.gc import collect_and_report
+
+    await anyio.to_thread.run_sync(collect_and_report, neon)  # stdio has no lifespan: collect on the way out
 
 
 async def serve_http(args: argparse.Namespace) -> None:
@@ -132,7 +120,6 @@ async def serve_http(args: argparse.Namespace) -> None:
         print(f"localneon: serving {url} (MCP at /mcp, API at /api/v2)", file=sys.stderr, flush=True)
         if args.ready_file:
             write_ready_file(args.ready_file, url)
-    await anyio.to_thread.run_sync(collect_orphans, neon)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from localneon.api import Api
 from localneon.branching import Neon
+from localneon.gc import collect_and_report
 from localneon.server import Settings, build_server, sweep_expired_branches
 
 PROTECTED_PREFIXES = ("/mcp", "/api/v2")
@@ -83,6 +84,8 @@ def build_app(neon: Neon, settings: Settings, *, token: str | None = None, host:
             tg.start_soon(sweep_expired_branches, neon)
             yield
             tg.cancel_scope.cancel()
+        # A creation cut off by this stop leaves a database or role the catalog never heard of: drop it now.
+        await anyio.to_thread.run_sync(collect_and_report, neon)
 
     app = Starlette(
         routes=[

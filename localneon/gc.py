@@ -81,6 +81,20 @@ def collect(neon: Neon, *, dry_run: bool = False) -> Orphans:
         return found
 
 
+def collect_and_report(neon: Neon) -> None:
+    """Collect, saying on stderr what was dropped; what a server does when it starts and stops.
+
+    Housekeeping only: a server that cannot collect still serves, and says why."""
+    try:
+        found = collect(neon)
+    except Exception as exc:
+        print(f"localneon: could not collect orphaned databases and roles: {exc}", file=sys.stderr, flush=True)
+        return
+    if found:
+        names = ", ".join([*found.databases, *found.roles])
+        print(f"localneon: dropped orphaned databases and roles: {names}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localneon.gc", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="list the orphans, drop nothing")

@@ -22,7 +22,7 @@ import pytest
 from harness.cases import Grant
 from harness.config import ConfigError
 from harness.server_process import ServerEndpoints
-from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.backend import api_url_for, check_cases, pinned_url
 from harness.servers.neon.janitor import main as janitor_main
 from harness.servers.neon.pool_setup import POOL_PREFIX
@@ -309,3 +309,23 @@ async def test_the_stand_in_sees_two_trials_holding_one_project(cloud: NeonCloud
     assert len(cloud.sessions.overlaps) == 2, cloud.sessions.overlaps
     assert "trials run/a/0 and run/b/0" in cloud.sessions.overlaps[0]
     assert "still talking after main was restored" in cloud.sessions.overlaps[1]
+
+
+async def test_connection_uris_are_asked_for_once(cloud: NeonCloud) -> None:
+    """The create response's URI serves the default branch; another is fetched once; deletion forgets."""
+    async with NeonAPI(cloud.api_url, KEY, operation_poll=0.05, org_id=ORG) as api:
+        body = await api.create_project(POOL_PREFIX + "uri-cache")
+        project_id, branch_id = body["project"]["id"], body["branch"]["id"]
+        try:
+            role = body["roles"][0]["name"]
+            first = await api.connection_uri(project_id, branch_id, "neondb", role)
+            assert first.startswith("postgresql://") and not cloud.calls("GET", "/connection_uri")
+            branch = (await api.create_branch(project_id, parent_id=branch_id, name="uri-cache-child"))["branch"]
+            for _ in range(3):
+                await api.connection_uri(project_id, branch["id"], "neondb", role)
+            assert len(cloud.calls("GET", "/connection_uri")) == 1
+            await api.delete_branch(project_id, branch["id"])
+        finally:
+            await api.delete_project(project_id)
+        with pytest.raises(NeonAPIError):  # forgotten with its project: asked again, and the server says 404
+            await api.connection_uri(project_id, branch_id, "neondb", role)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psycopg
 from psycopg import sql
@@ -102,3 +103,36 @@ def test_orphans_are_found_and_dropped(neon: Neon, project: Proj) -> None:
     with psycopg.connect(neon.uri(neon.target(project.id))) as conn:
         assert conn.execute("SELECT count(*) FROM posts").fetchone() == (50,)
     assert not gc.collect(neon, dry_run=True)
+
+
+def plant_orphans(neon: Neon) -> tuple[str, str]:
+    """What a killed creation leaves: a cloned database never recorded, a project role without its project."""
+    orphan_db, orphan_role = f"ln_{ids.random_alnum(10)}_neondb", f"neondb_owner_{ids.random_alnum(6)}"
+    with psycopg.connect(neon.cluster.admin_conninfo, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(orphan_role)))
+        comment = sql.SQL("COMMENT ON ROLE {} IS {}")
+        admin.execute(comment.format(sql.Identifier(orphan_role), sql.Literal(ROLE_COMMENT_PREFIX + "gone-2")))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(orphan_db)))
+    return orphan_db, orphan_role
+
+
+def test_a_server_collects_orphans_when_it_starts_and_when_it_stops(neon: Neon, tmp_path: Path) -> None:
+    """So the restarted server, the stopped one, or the janitor's (which starts one) leaves none."""
+    at_start = plant_orphans(neon)
+    ready = tmp_path / "ready.json"
+    command = [sys.executable, "-m", "localneon", "--transport", "http", "--port", "0", "--ready-file", str(ready)]
+    server = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), "the server did not start"
+        dbs, roles = physical(neon)
+        assert at_start[0] not in dbs and at_start[1] not in roles
+        at_stop = plant_orphans(neon)
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    assert "dropped orphaned databases and roles" in stderr and at_start[0] in stderr
+    dbs, roles = physical(neon)
+    assert at_stop[0] not in dbs and at_stop[1] not in roles, stderr

@@ -73,6 +73,9 @@ class NeonAPI:
         self.operation_poll = operation_poll
         self.operation_timeout = operation_timeout
         self.org_id = org_id
+        # Connection URIs by (project, branch, database, role): a trial asks for the same one to load its
+        # fixture and to capture main before and after; a URI does not change while its project lives.
+        self._uris: dict[tuple[str, str, str, str], str] = {}
         self.branch_ttl = branch_ttl  # expires_at on branches the harness creates; None: not sent
 
     async def aclose(self) -> None:
@@ -82,6 +85,7 @@ class NeonAPI:
         """Send every later call to `base_url` (a restarted local server listens on a new port)."""
         self.base_url = base_url.rstrip("/")
         self._client.base_url = httpx.URL(self.base_url)
+        self._uris.clear()
 
     async def __aenter__(self) -> NeonAPI:
         return self
@@ -193,7 +197,14 @@ class NeonAPI:
         if self.org_id and "org_id" not in spec:
             spec["org_id"] = self.org_id
         body = await self.request("POST", "/projects", json={"project": spec})
-        await self.wait_operations(body["project"]["id"], body.get("operations"))
+        project_id = body["project"]["id"]
+        await self.wait_operations(project_id, body.get("operations"))
+        branch_id = (body.get("branch") or {}).get("id")
+        for entry in body.get("connection_uris") or []:  # Neon returns the default branch's URIs here
+            parameters = entry.get("connection_parameters") or {}
+            if branch_id and entry.get("connection_uri") and parameters.get("database") and parameters.get("role"):
+                key = (project_id, branch_id, parameters["database"], parameters["role"])
+                self._uris[key] = str(entry["connection_uri"])
         return body
 
     async def get_project(self, project_id: str) -> dict[str, Any]:
@@ -201,6 +212,7 @@ class NeonAPI:
 
     async def delete_project(self, project_id: str) -> None:
         """Delete a project; a project already gone counts as deleted."""
+        self._uris = {key: uri for key, uri in self._uris.items() if key[0] != project_id}
         body = await self.request("DELETE", f"/projects/{project_id}", allow=(404,))
         if body:
             await self.wait_operations(project_id, body.get("operations"))
@@ -277,6 +289,7 @@ class NeonAPI:
 
     async def delete_branch(self, project_id: str, branch_id: str) -> None:
         """Delete a branch; one already gone counts as deleted."""
+        self._uris = {key: uri for key, uri in self._uris.items() if key[:2] != (project_id, branch_id)}
         body = await self.request("DELETE", f"/projects/{project_id}/branches/{branch_id}", allow=(404,))
         if body:
             await self.wait_operations(project_id, body.get("operations"))
@@ -300,9 +313,12 @@ class NeonAPI:
         return list(body.get("roles", []))
 
     async def connection_uri(self, project_id: str, branch_id: str, database: str, role: str) -> str:
-        params = {"database_name": database, "role_name": role, "branch_id": branch_id}
-        body = await self.request("GET", f"/projects/{project_id}/connection_uri", params=params)
-        return str(body["uri"])
+        key = (project_id, branch_id, database, role)
+        if key not in self._uris:
+            params = {"database_name": database, "role_name": role, "branch_id": branch_id}
+            body = await self.request("GET", f"/projects/{project_id}/connection_uri", params=params)
+            self._uris[key] = str(body["uri"])
+        return self._uris[key]
 
     async def default_branch(self, project_id: str) -> dict[str, Any]:
         """The default branch, found by its `default` flag (not by name)."""
