@@ -154,18 +154,35 @@ async def speedup(settings: Settings, cases: list[Case], concurrency: int, delay
         runner.provider = SlowModel(runner.provider, delay)
         await runner.run(cases[0], 0)
         rates: dict[int, float] = {}
+        cpu_per_trial = 0.0
         for level in (1, concurrency):
+            busy_before = machine_busy_seconds()
             records, elapsed = await run_batch(runner, cases, level)
+            cpu_per_trial = (machine_busy_seconds() - busy_before) / len(records)
             rates[level] = len(records) / elapsed
             print(
                 f"{len(records)} trials at concurrency {level} ({delay * 1000:.0f} ms per model call): "
-                f"{rates[level]:.2f} trials/s" + (f"\n{not_ok(records)}" if not_ok(records) else "")
+                f"{rates[level]:.2f} trials/s, {cpu_per_trial:.2f} CPU-s per trial (whole machine)"
+                + (f"\n{not_ok(records)}" if not_ok(records) else "")
             )
     ratio = rates[concurrency] / rates[1]
+    cores = os.cpu_count() or 1
+    ceiling = cores / cpu_per_trial / rates[1] if cpu_per_trial > 0 else float("inf")
     print(
         f"concurrency speedup: {ratio:.2f} (throughput at {concurrency} over 1), {verdict('speedup', ratio, 'higher')}"
+        f"\n  ceiling on this machine: {ceiling:.2f} ({cores} cores over the CPU a trial costs, "
+        "harness, server and PostgreSQL together, at the concurrency-1 throughput)"
     )
     return ratio
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent not idle so far (/proc/stat): the server and PostgreSQL run in
+    other processes, so only the machine's total says what a trial costs in CPU."""
+    with open("/proc/stat") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 async def memory(settings: Settings, cases: list[Case], trials: int, concurrency: int) -> float:

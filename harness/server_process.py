@@ -149,14 +149,25 @@ class LocalServer:
         """Terminate (then kill) the server and remove its temp folder; safe to call twice."""
         process, self.process = self.process, None
         self.endpoints = None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(timeout)
-        if process is not None:
-            unregister_server(process.pid)
-        shutil.rmtree(self._workdir, ignore_errors=True)
+        interrupted: KeyboardInterrupt | None = None
+        try:
+            if process is not None and process.poll() is None:
+                process.terminate()
+                deadline = time.monotonic() + timeout
+                while True:
+                    try:
+                        process.wait(max(0.0, deadline - time.monotonic()))
+                        break
+                    except KeyboardInterrupt as again:  # a second Ctrl-C: stopping takes a moment, finish it
+                        interrupted = again
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            process.wait(timeout)
+                        break
+        finally:
+            if process is not None:
+                unregister_server(process.pid)
+            shutil.rmtree(self._workdir, ignore_errors=True)
+        if interrupted is not None:
+            raise interrupted

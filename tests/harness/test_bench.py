@@ -16,5 +16,6 @@ def test_bench_prints_the_three_ratios_with_targets(capsys: pytest.CaptureFixtur
         assert f"  {phase} " in output, phase
     assert re.search(r"overhead ratio: \d+\.\d\d .*target <= 1\.5: (met|NOT MET)", output), output
     assert re.search(r"concurrency speedup: \d+\.\d\d .*target >= 6\.0: (met|NOT MET)", output), output
+    assert re.search(r"ceiling on this machine: (\d+\.\d\d|inf) \(\d+ cores", output), output
     assert re.search(r"memory: \d+\.\d\d .*target <= 1\.1: (met|NOT MET)", output), output
     assert "not ok" not in output

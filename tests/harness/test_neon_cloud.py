@@ -146,7 +146,7 @@ def test_two_models_and_a_decoy_sweep_share_one_pool_without_overlaps(cloud: Neo
         "NEON_PROJECT_POOL": pool,
         "EVAL_MODEL": "control:oracle,control:unsafe",
         "EVAL_DECOY_SWEEP": "0,3",
-        "EVAL_TRIALS": "2",
+        "EVAL_TRIALS": "1",
         "EVAL_CONCURRENCY": "4",
         "EVAL_RUN_ID": "pool-run",
     }
@@ -155,13 +155,13 @@ def test_two_models_and_a_decoy_sweep_share_one_pool_without_overlaps(cloud: Neo
     )
     assert len(summaries) == 12
     _, records = load_run(tmp_path / "results" / "pool-run" / "trials.jsonl")
-    assert len(records) == 24
+    assert len(records) == 12
     assert all(r.outcome == "ok" for r in records), [r.error for r in records if r.outcome != "ok"]
     fixtures = {"blog-add-subtitle": "blog", "shop-add-tier-approved": "shop", "shop-connection-details": "shop"}
     assert all(fixture_of[str(r.project_id)] == fixtures[r.case_id] for r in records)
     assert cloud.sessions.overlaps == []  # no project ever had two trials at once
     assert cloud.sessions.unpinned == 0  # every MCP session named its project
-    assert sum(cloud.sessions.opened.values()) - sessions_before >= 24
+    assert sum(cloud.sessions.opened.values()) - sessions_before >= 12
     assert set(cloud.sessions.opened) == set(fixture_of)  # all three projects served trials
     assert not [r for r in cloud.requests if r.method == "DELETE" and r.path.count("/") == 1]  # no project deleted
     assert all(r.query.get("org_id") == ORG for r in cloud.calls("GET") if r.path == "projects")

@@ -1,0 +1,41 @@
+"""Ctrl-C pressed once, twice or three times at concurrency 8: the run stops with 130 and leaves
+nothing, neither what the catalog lists nor a database or role it never heard of.
+
+A terminal sends SIGINT to the whole foreground process group (launcher and CLI; the local server
+runs in its own session). The first press cancels the trials in flight; the later ones land while
+their sandboxes are being deleted, which must still finish.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import World, fault_env, start_launcher, wait_for_records
+
+
+@pytest.mark.parametrize("presses", [1, 2, 3])
+def test_ctrl_c_at_concurrency_8_leaves_nothing(
+    world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]], presses: int
+) -> None:
+    results = tmp_path / "results"
+    env = fault_env(world, results, dataset, EVAL_TRIALS="12", EVAL_CONCURRENCY="8", EVAL_MODEL="control:oracle")
+    launcher = start_launcher(env)
+    reaped.append(launcher)
+    wait_for_records(launcher, results / world.run_id / "trials.jsonl", 2)
+    for press in range(presses):
+        if launcher.poll() is not None:
+            break
+        os.killpg(launcher.pid, signal.SIGINT)
+        if press + 1 < presses:
+            time.sleep(0.3)  # mid-cleanup, as an impatient user presses again
+    _, stderr = launcher.communicate(timeout=180)
+    assert launcher.returncode == 130, stderr[-3000:]
+    finished = (results / world.run_id / "trials.jsonl").read_text().count("\n")
+    assert finished < 24, "the run was not stopped"
+    world.assert_clean(stderr)
