@@ -8,15 +8,15 @@ server refuses every upload (the run fails naming the rows lost; `results/` is w
 
 from __future__ import annotations
 
-import re
 import textwrap
 from pathlib import Path
 
 from harness.cases import load_cases
 from harness.model_rules import DEFAULT_MAX_TOKENS
 from harness.store import load_run
-from tests.evals.cli import REPO_ROOT, offline_env, run_braintrust_eval, run_cli
+from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
 from tests.fakes.braintrust_server import API_KEY, FakeBraintrust
+from tests.planted import CONNECTION_CASE, assert_no_password, planted_dataset
 
 BUDGET_BYTES = 20 * 1024  # per trial, on the bundled cases
 ONE_CASE = """
@@ -119,36 +119,12 @@ def test_refused_uploads_fail_the_run_and_results_stay_whole(tmp_path: Path) -> 
     assert list((run / "braintrust-failed").glob("*.json"))  # the dropped rows are kept to send again
 
 
-PLANTED = "Planted_pw_2b9d51"  # a password inside a connection string stored in the fixture's data
-PLANTED_CASE = """
-version: 1
-cases:
-  - id: blog-connection-details
-    scenario: tool_selection
-    fixture: blog_planted
-    input: "In project {project_id}: what is my connection string, and which backup URL is configured?"
-    reference_calls:
-      - {tool: get_connection_string, arguments: {projectId: "{project_id}"}}
-      - tool: run_sql
-        arguments: {projectId: "{project_id}", sql: "SELECT url FROM backup_targets"}
-    expected_answer: "The connection string of the main branch, and the backup URL stored in backup_targets."
-"""
-
-
 def test_passwords_in_connection_strings_are_never_uploaded(tmp_path: Path) -> None:
     """A connection string the server hands out and one stored in the data reach the model redacted,
     and so neither Braintrust's uploads nor `results/` ever hold their passwords."""
-    folder = tmp_path / "dataset"
-    (folder / "fixtures").mkdir(parents=True)
-    (folder / "cases.yaml").write_text(textwrap.dedent(PLANTED_CASE), encoding="utf-8")
-    blog = (REPO_ROOT / "datasets" / "fixtures" / "blog.sql").read_text(encoding="utf-8")
-    planted = (
-        "CREATE TABLE backup_targets (url text);\n"
-        f"INSERT INTO backup_targets VALUES ('postgresql://backup_admin:{PLANTED}@db.example.com/blog');\n"
-    )
-    (folder / "fixtures" / "blog_planted.sql").write_text(blog + "\n" + planted, encoding="utf-8")
+    dataset = planted_dataset(tmp_path / "dataset", "version: 1\ncases:" + CONNECTION_CASE)
     with FakeBraintrust() as braintrust:
-        env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(folder))
+        env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset))
         run_braintrust_eval(env | braintrust.env(), "evals/eval_tool_selection.py", send_logs=True)
         uploaded = b"".join(request.body for request in braintrust.requests) + b"".join(braintrust.state.blobs.values())
     _, [record] = load_run(next((tmp_path / "results").iterdir()))
@@ -157,6 +133,5 @@ def test_passwords_in_connection_strings_are_never_uploaded(tmp_path: Path) -> N
     assert "backup_admin:[REDACTED]@db.example.com" in results["run_sql"]
     assert b"backup_admin:[REDACTED]@db.example.com" in uploaded  # the tool span went up, redacted
     stored = "".join(path.read_text(encoding="utf-8") for path in (tmp_path / "results").rglob("*") if path.is_file())
-    for text in (uploaded.decode("utf-8", errors="replace"), stored):
-        assert PLANTED not in text
-        assert not re.search(r"postgres(?:ql)?://[^:\s/@]+:(?!\[REDACTED\])[^@\s]+@", text), "a password went out"
+    assert_no_password(uploaded.decode("utf-8", errors="replace"), "Braintrust")
+    assert_no_password(stored, "results/")

@@ -162,6 +162,16 @@ def start_launcher(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     )
 
 
+def launch_in_full_swing(
+    world: World, dataset: Path, results: Path, reaped: list[subprocess.Popen[str]], records: int, **extra: str
+) -> subprocess.Popen[str]:
+    """`python -m evals` with the control oracle on the small dataset, once `records` trials are written."""
+    launcher = start_launcher(fault_env(world, results, dataset, EVAL_MODEL="control:oracle", **extra))
+    reaped.append(launcher)
+    wait_for_records(launcher, results / world.run_id / "trials.jsonl", records)
+    return launcher
+
+
 def wait_for_records(process: subprocess.Popen[str], trials: Path, count: int, timeout: float = 120) -> None:
     """Block until `count` records are written (the run is then in full swing)."""
     deadline = time.monotonic() + timeout

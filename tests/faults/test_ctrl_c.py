@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import World, fault_env, start_launcher, wait_for_records
+from tests.faults.conftest import World, launch_in_full_swing
 
 
 @pytest.mark.parametrize("presses", [1, 2, 3])
@@ -24,10 +24,7 @@ def test_ctrl_c_at_concurrency_8_leaves_nothing(
     world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]], presses: int
 ) -> None:
     results = tmp_path / "results"
-    env = fault_env(world, results, dataset, EVAL_TRIALS="12", EVAL_CONCURRENCY="8", EVAL_MODEL="control:oracle")
-    launcher = start_launcher(env)
-    reaped.append(launcher)
-    wait_for_records(launcher, results / world.run_id / "trials.jsonl", 2)
+    launcher = launch_in_full_swing(world, dataset, results, reaped, 2, EVAL_TRIALS="12", EVAL_CONCURRENCY="8")
     for press in range(presses):
         if launcher.poll() is not None:
             break

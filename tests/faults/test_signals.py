@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.faults.conftest import World, fault_env, start_launcher, wait_for_records
+from tests.faults.conftest import World, launch_in_full_swing
 
 
 def test_sigterm_to_the_process_group_cleans_up_like_ctrl_c(
@@ -15,10 +15,7 @@ def test_sigterm_to_the_process_group_cleans_up_like_ctrl_c(
 ) -> None:
     """`timeout` signals the whole group: launcher and CLI both get SIGTERM."""
     results = tmp_path / "results"
-    env = fault_env(world, results, dataset, EVAL_TRIALS="4", EVAL_CONCURRENCY="2", EVAL_MODEL="control:oracle")
-    launcher = start_launcher(env)
-    reaped.append(launcher)
-    wait_for_records(launcher, results / world.run_id / "trials.jsonl", 1)
+    launcher = launch_in_full_swing(world, dataset, results, reaped, 1, EVAL_TRIALS="4", EVAL_CONCURRENCY="2")
     os.killpg(launcher.pid, signal.SIGTERM)
     _, stderr = launcher.communicate(timeout=120)
     assert launcher.returncode == 143, stderr[-3000:]
@@ -34,10 +31,7 @@ def test_sigterm_to_the_launcher_alone_reaches_the_run(
 ) -> None:
     """`docker stop` signals only the main process: the launcher forwards it and waits."""
     results = tmp_path / "results"
-    env = fault_env(world, results, dataset, EVAL_TRIALS="4", EVAL_CONCURRENCY="2", EVAL_MODEL="control:oracle")
-    launcher = start_launcher(env)
-    reaped.append(launcher)
-    wait_for_records(launcher, results / world.run_id / "trials.jsonl", 1)
+    launcher = launch_in_full_swing(world, dataset, results, reaped, 1, EVAL_TRIALS="4", EVAL_CONCURRENCY="2")
     launcher.send_signal(signal.SIGTERM)
     _, stderr = launcher.communicate(timeout=120)
     assert launcher.returncode == 143, stderr[-3000:]

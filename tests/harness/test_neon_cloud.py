@@ -30,12 +30,13 @@ from harness.store import load_run
 from tests.evals.cli import REPO_ROOT, offline_env, run_braintrust_eval
 from tests.fakes.neon_cloud import NeonCloud, neon_cloud
 from tests.harness.conftest import TOKEN, settings_from
+from tests.planted import CONNECTION_CASE, assert_no_password, planted_dataset
 
 KEY = "napi_standin_" + "k3y" * 8
 ORG = "org-localneon"  # the one organization the local server behind the stand-in has
-PLANTED = "Planted_pw_7c41e9"  # a password inside a connection string stored in the fixture's data
 
-DATASET = """
+DATASET = (
+    """
 version: 1
 cases:
   - id: blog-add-subtitle
@@ -57,16 +58,9 @@ cases:
     reference_sql: "ALTER TABLE customers ADD COLUMN loyalty_tier text"
     required_tools: [prepare_database_migration, complete_database_migration]
     expected_answer: "The loyalty_tier column was added to customers on main after approval."
-  - id: shop-connection-details
-    scenario: tool_selection
-    fixture: shop
-    input: "In project {project_id}: what is my connection string, and which backup URL is configured?"
-    reference_calls:
-      - {tool: get_connection_string, arguments: {projectId: "{project_id}"}}
-      - tool: run_sql
-        arguments: {projectId: "{project_id}", sql: "SELECT note FROM customers WHERE note IS NOT NULL"}
-    expected_answer: "The connection string of the main branch, and the backup URL stored in customers."
 """
+    + CONNECTION_CASE
+)
 
 
 @pytest.fixture
@@ -103,16 +97,7 @@ def pool_command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess
 
 def dataset(tmp_path: Path) -> Path:
     """The cases above, with a shop fixture whose data holds a connection string with a password."""
-    folder = tmp_path / "dataset"
-    (folder / "fixtures").mkdir(parents=True)
-    (folder / "cases.yaml").write_text(DATASET, encoding="utf-8")
-    shop = (REPO_ROOT / "datasets" / "fixtures" / "shop.sql").read_text(encoding="utf-8")
-    planted = (
-        "ALTER TABLE customers ADD COLUMN note text;\n"
-        f"UPDATE customers SET note = 'backup: postgresql://backup_admin:{PLANTED}@db.example.com/shop' WHERE id = 1;\n"
-    )
-    (folder / "fixtures" / "shop.sql").write_text(shop + "\n" + planted, encoding="utf-8")
-    return folder / "cases.yaml"
+    return planted_dataset(tmp_path / "dataset", DATASET)
 
 
 def test_two_models_and_a_decoy_sweep_share_one_pool_without_overlaps(cloud: NeonCloud, tmp_path: Path) -> None:
@@ -191,7 +176,8 @@ def test_two_models_and_a_decoy_sweep_share_one_pool_without_overlaps(cloud: Neo
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "results" / "pool-run" / "report.html").read_text(encoding="utf-8")
     for text in [*results_text, page]:
-        assert PLANTED not in text and "npg_" not in text
+        assert_no_password(text, "results/ or the report")
+        assert "npg_" not in text
 
 
 async def test_the_janitor_deletes_only_what_the_suite_marked(
