@@ -25,6 +25,7 @@ from harness.cases import Case
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.conventions import EVAL_PREFIX
 from harness.servers.neon.pool import ProjectPool
+from harness.signals import cleanup_guard
 
 DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"
@@ -83,6 +84,11 @@ async def complete(
     task, shielded ones included. A cleanup cancelled that way is started again (the new task is not
     on the shutdown's list) up to `attempts` times, and counts as a cancellation of the caller.
     """
+    with cleanup_guard():
+        return await _complete(make, timeout, attempts)
+
+
+async def _complete(make: Callable[[], Awaitable[T]], timeout: float, attempts: int) -> tuple[asyncio.Task[T], bool]:
     caller_cancelled = False
     for _ in range(attempts):
         task: asyncio.Task[T] = asyncio.ensure_future(asyncio.wait_for(make(), timeout))
