@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from analysis.stats import wilson_interval
@@ -84,6 +85,17 @@ def pass_rates(experiments: Sequence[tuple[str, dict[str, Rate]]]) -> str:
     return to_svg(figure)
 
 
+def _pass_rate_axes(figure: Figure, axes: Axes, xlabel: str) -> str:
+    """The frame both pass-rate charts share (0-100% on y, a legend, a light grid), as SVG."""
+    axes.set_ylim(-0.02, 1.02)
+    axes.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("all_scores pass rate")
+    axes.legend(fontsize=8, frameon=False)
+    axes.grid(alpha=0.3)
+    return to_svg(figure)
+
+
 def decoy_curve(series: dict[str, list[tuple[int, Rate]]]) -> str:
     """Pass rate against the number of decoy tools, one line per model, with 95% intervals."""
     figure, axes = plt.subplots(figsize=(6.5, 3.2))
@@ -100,13 +112,7 @@ def decoy_curve(series: dict[str, list[tuple[int, Rate]]]) -> str:
             label=label,
             gid=f"decoy-curve-{index}",
         )
-    axes.set_ylim(-0.02, 1.02)
-    axes.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
-    axes.set_xlabel("decoy tools added")
-    axes.set_ylabel("all_scores pass rate")
-    axes.legend(fontsize=8, frameon=False)
-    axes.grid(alpha=0.3)
-    return to_svg(figure)
+    return _pass_rate_axes(figure, axes, "decoy tools added")
 
 
 def cost_vs_pass(points: Sequence[tuple[str, float, Rate]]) -> str:
@@ -124,13 +130,7 @@ def cost_vs_pass(points: Sequence[tuple[str, float, Rate]]) -> str:
             label=label,
             gid=f"cost-points-{index}",
         )
-    axes.set_ylim(-0.02, 1.02)
-    axes.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
-    axes.set_xlabel("mean cost per trial (USD)")
-    axes.set_ylabel("all_scores pass rate")
-    axes.legend(fontsize=8, frameon=False)
-    axes.grid(alpha=0.3)
-    return to_svg(figure)
+    return _pass_rate_axes(figure, axes, "mean cost per trial (USD)")
 
 
 def paired_differences(cases: Sequence[tuple[str, Rate, Rate]]) -> str:

@@ -26,14 +26,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 OFFLINE_DEFAULT_TRIALS = "2"
 
 
-def build_command(extra_args: list[str]) -> list[str]:
-    """The `braintrust eval` command line for the current environment."""
+def build_command(extra_args: list[str], target: Path = REPO_ROOT / "evals") -> list[str]:
+    """The `braintrust eval` command line for the current environment, over `target` (all evals)."""
     executable = shutil.which("braintrust", path=str(Path(sys.executable).parent)) or shutil.which("braintrust")
     command = [executable] if executable else [sys.executable, "-m", "braintrust"]
     command += ["eval", "--terminate-on-failure"]
     if not os.environ.get("BRAINTRUST_API_KEY"):
         command.append("--no-send-logs")
-    return [*command, *extra_args, str(REPO_ROOT / "evals")]
+    return [*command, *extra_args, str(target)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,6 @@ not trusted. Extra arguments go to `braintrust eval`.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,22 +17,12 @@ from pathlib import Path
 from dotenv import load_dotenv
 
 from analysis import calibrate
+from evals.__main__ import REPO_ROOT, build_command
 from evals._calibration import SWITCH
 from harness.config import new_run_id
 from scorers.judge import NO_JUDGE_REASON, judge_settings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 EVAL_FILE = REPO_ROOT / "evals" / "eval_judge_calibration.py"
-
-
-def build_command(extra_args: list[str]) -> list[str]:
-    """The `braintrust eval` command line for the calibration eval alone."""
-    executable = shutil.which("braintrust", path=str(Path(sys.executable).parent)) or shutil.which("braintrust")
-    command = [executable] if executable else [sys.executable, "-m", "braintrust"]
-    command += ["eval", "--terminate-on-failure"]
-    if not os.environ.get("BRAINTRUST_API_KEY"):
-        command.append("--no-send-logs")
-    return [*command, *extra_args, str(EVAL_FILE)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = REPO_ROOT / run_dir
     os.environ["EVAL_RESULTS_DIR"] = str(run_dir.parent)
     print(f"calibrate: judge {judge.describe()}; verdicts go to {run_dir}", file=sys.stderr)
-    code = subprocess.run(build_command(list(sys.argv[1:] if argv is None else argv)), cwd=REPO_ROOT).returncode
+    command = build_command(list(sys.argv[1:] if argv is None else argv), EVAL_FILE)
+    code = subprocess.run(command, cwd=REPO_ROOT).returncode
     if not (run_dir / "judge_calibration.jsonl").is_file():
         print(f"calibrate: the eval wrote no verdicts (exit code {code})", file=sys.stderr)
         return code or 1

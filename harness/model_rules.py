@@ -78,6 +78,20 @@ def _claude5(name: str, price: Price, *, forced_tool_use: bool = True, **rest: o
     )
 
 
+def _claude4(
+    name: str, price: Price, *, context_window: int = 200 * K, status: Literal["legacy", "deprecated"]
+) -> ModelRules:
+    """A 4.x Claude model: manual thinking budgets, sampling parameters accepted, 64K output."""
+    return ModelRules(
+        f"anthropic:{name}",
+        price,
+        thinking="manual",
+        max_output_tokens=64 * K,
+        context_window=context_window,
+        status=status,
+    )
+
+
 ANTHROPIC: dict[str, ModelRules] = {
     rules.model: rules
     for rules in (
@@ -86,38 +100,10 @@ ANTHROPIC: dict[str, ModelRules] = {
         _claude5("claude-opus-5-5", Price(4.0, 20.0, 5.00, 0.20), forced_tool_use=False),
         _claude5("claude-sonnet-5", Price(2.0, 10.0, 2.50, 0.20), status="legacy"),
         _claude5("claude-opus-5", Price(5.0, 25.0, 6.25, 0.50), status="legacy"),
-        ModelRules(
-            "anthropic:claude-sonnet-4-6",
-            Price(3.0, 15.0, 3.75, 0.30),
-            thinking="manual",
-            max_output_tokens=64 * K,
-            context_window=1000 * K,
-            status="legacy",
-        ),
-        ModelRules(
-            "anthropic:claude-haiku-4-5",
-            Price(1.0, 5.0, 1.25, 0.10),
-            thinking="manual",
-            max_output_tokens=64 * K,
-            context_window=200 * K,
-            status="legacy",
-        ),
-        ModelRules(
-            "anthropic:claude-sonnet-4-5",
-            Price(3.0, 15.0, 3.75, 0.30),
-            thinking="manual",
-            max_output_tokens=64 * K,
-            context_window=200 * K,
-            status="deprecated",
-        ),
-        ModelRules(
-            "anthropic:claude-opus-4-5",
-            Price(5.0, 25.0, 6.25, 0.50),
-            thinking="manual",
-            max_output_tokens=64 * K,
-            context_window=200 * K,
-            status="deprecated",
-        ),
+        _claude4("claude-sonnet-4-6", Price(3.0, 15.0, 3.75, 0.30), context_window=1000 * K, status="legacy"),
+        _claude4("claude-haiku-4-5", Price(1.0, 5.0, 1.25, 0.10), status="legacy"),
+        _claude4("claude-sonnet-4-5", Price(3.0, 15.0, 3.75, 0.30), status="deprecated"),
+        _claude4("claude-opus-4-5", Price(5.0, 25.0, 6.25, 0.50), status="deprecated"),
     )
 }
 

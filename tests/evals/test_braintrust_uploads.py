@@ -126,7 +126,7 @@ def test_passwords_in_connection_strings_are_never_uploaded(tmp_path: Path) -> N
     with FakeBraintrust() as braintrust:
         env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset))
         run_braintrust_eval(env | braintrust.env(), "evals/eval_tool_selection.py", send_logs=True)
-        uploaded = b"".join(request.body for request in braintrust.requests) + b"".join(braintrust.state.blobs.values())
+        uploaded = b"".join(request.raw for request in braintrust.requests) + b"".join(braintrust.state.blobs.values())
     _, [record] = load_run(next((tmp_path / "results").iterdir()))
     results = {call.name: call.result_text for call in record.tool_calls}
     assert "postgresql://" in results["get_connection_string"] and ":[REDACTED]@" in results["get_connection_string"]

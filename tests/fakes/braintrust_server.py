@@ -30,23 +30,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.jsonserver import JsonServer, Request, Response
 
 API_KEY = "bt-fake-key-0123456789abcdef"
 ORG_NAME = "fake-org"
 OVERFLOW_TYPE = "logs3_overflow"
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: bytes
 
 
 @dataclass
@@ -56,12 +47,6 @@ class Upload:
     rows: list[dict[str, Any]]
     size: int
     overflow: bool
-
-
-@dataclass
-class _Reply:
-    status: int = 200
-    body: Any = None
 
 
 @dataclass
@@ -95,50 +80,21 @@ class FakeBraintrust:
         self.refuse_logs = refuse_logs
         self.logs3_payload_max_bytes = logs3_payload_max_bytes
         self.judge_choice = judge_choice
-        self.requests: list[Recorded] = []
         self.state = _State()
         self._lock = threading.Lock()
         self._clock = itertools.count()
         self._started = datetime.now(UTC)
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                parts = urlsplit(self.path)
-                query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-                headers = {key.lower(): value for key, value in self.headers.items()}
-                recorded = Recorded(self.command, parts.path, query, headers, body)
-                with fake._lock:
-                    fake.requests.append(recorded)
-                    reply = fake._route(recorded)
-                payload = json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                try:
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    return
-
-            do_GET = do_POST = do_PUT = do_PATCH = _serve
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._server = JsonServer({}, fallback=self._serve, keep_alive=True)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._server.url
+
+    @property
+    def requests(self) -> list[Request]:
+        return self._server.requests
 
     def env(self) -> dict[str, str]:
         """What points the SDK (login, API, logs) and the judge's gateway route here."""
@@ -149,14 +105,13 @@ class FakeBraintrust:
         }
 
     def __enter__(self) -> FakeBraintrust:
-        self._thread.start()
+        self._server.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._server.stop()
 
     # --- what tests read -------------------------------------------------------------------------
 
@@ -210,65 +165,69 @@ class FakeBraintrust:
 
     # --- routes (called under the lock) ----------------------------------------------------------
 
-    def _route(self, request: Recorded) -> _Reply:
+    def _serve(self, request: Request) -> Response:
+        with self._lock:
+            return self._route(request)
+
+    def _route(self, request: Request) -> Response:
         if request.path.startswith("/upload/") and request.method == "PUT":
-            self.state.blobs[request.path.removeprefix("/upload/")] = request.body
-            return _Reply(200, {})
+            self.state.blobs[request.path.removeprefix("/upload/")] = request.raw
+            return Response(200, {})
         if request.path in ("/v1/chat/completions", "/chat/completions") and request.method == "POST":
             return self._chat(request)
         if request.headers.get("authorization") != f"Bearer {API_KEY}":
-            return _Reply(401, {"error": "Invalid API key"})
+            return Response(401, {"error": "Invalid API key"})
         route = f"{request.method} {request.path}"
         if route == "POST /api/apikey/login":
             org = {"id": "org-1", "name": ORG_NAME, "api_url": self.url, "proxy_url": self.url, "git_metadata": None}
-            return _Reply(200, {"org_info": [org]})
+            return Response(200, {"org_info": [org]})
         if route == "GET /version":
-            return _Reply(200, {"version": "fake", "logs3_payload_max_bytes": self.logs3_payload_max_bytes})
+            return Response(200, {"version": "fake", "logs3_payload_max_bytes": self.logs3_payload_max_bytes})
         if route == "POST /v1/project":
-            return self._project(json.loads(request.body))
+            return self._project(request.body)
         if route == "POST /v1/experiment":
-            return self._register(json.loads(request.body))
+            return self._register(request.body)
         if route == "GET /v1/experiment":
             return self._list(request.query)
         if route == "POST /logs3/overflow":
             key = uuid.uuid4().hex
             signed = f"{self.url}/upload/{key}"
-            return _Reply(200, {"method": "PUT", "signedUrl": signed, "headers": {}, "key": key})
+            return Response(200, {"method": "PUT", "signedUrl": signed, "headers": {}, "key": key})
         if route == "POST /logs3":
-            return self._logs3(request.body)
+            return self._logs3(request.raw)
         if request.method == "GET" and request.path.startswith("/v1/experiment/"):
             experiment_id, _, action = request.path.removeprefix("/v1/experiment/").partition("/")
             if action == "summarize":
                 return self._summarize(experiment_id, request.query)
             if not action:
                 found = self._experiment(experiment_id)
-                return _Reply(200, found) if found else _Reply(404, {"error": "no such experiment"})
-        return _Reply(404, {"error": f"no route {route}"})
+                return Response(200, found) if found else Response(404, {"error": "no such experiment"})
+        return Response(404, {"error": f"no route {route}"})
 
     def _now(self) -> str:
         # Strictly increasing creation times, even within one clock tick.
         return (self._started + timedelta(milliseconds=next(self._clock))).isoformat()
 
-    def _project(self, body: dict[str, Any]) -> _Reply:
+    def _project(self, body: dict[str, Any]) -> Response:
         name = body["name"]
         for project in self.state.projects.values():
             if project["name"] == name:
-                return _Reply(200, project)
+                return Response(200, project)
         project = {"id": f"proj-{uuid.uuid4().hex[:12]}", "name": name, "org_id": "org-1", "created": self._now()}
         self.state.projects[project["id"]] = project
-        return _Reply(200, project)
+        return Response(200, project)
 
     def _experiment(self, experiment_id: str) -> dict[str, Any] | None:
         return next((item for item in self.state.experiments if item["id"] == experiment_id), None)
 
-    def _register(self, body: dict[str, Any]) -> _Reply:
+    def _register(self, body: dict[str, Any]) -> Response:
         project_id = body["project_id"]
         if project_id not in self.state.projects:
-            return _Reply(404, {"error": f"project {project_id} not found"})
+            return Response(404, {"error": f"project {project_id} not found"})
         name = body.get("name") or f"experiment-{len(self.state.experiments) + 1}"
         same = [e for e in self.state.experiments if e["project_id"] == project_id and e["name"] == name]
         if same and not body.get("ensure_new"):
-            return _Reply(200, same[0])  # registration without ensure_new continues the existing one
+            return Response(200, same[0])  # registration without ensure_new continues the existing one
         if same:
             name = f"{name}-{uuid.uuid4().hex[:6]}"
         repo_info = body.get("repo_info") or {}
@@ -288,9 +247,9 @@ class FakeBraintrust:
             "user_id": "user-1",
         }
         self.state.experiments.append(experiment)
-        return _Reply(200, experiment)
+        return Response(200, experiment)
 
-    def _list(self, query: dict[str, str]) -> _Reply:
+    def _list(self, query: dict[str, str]) -> Response:
         project_ids = {query["project_id"]} if "project_id" in query else set(self.state.projects)
         if "project_name" in query:
             project_ids = {pid for pid in project_ids if self.state.projects[pid]["name"] == query["project_name"]}
@@ -302,20 +261,20 @@ class FakeBraintrust:
             cursor = query["starting_after"]
             found = found[ids.index(cursor) + 1 :] if cursor in ids else []
         limit = int(query.get("limit") or 1000)
-        return _Reply(200, {"objects": found[:limit]})
+        return Response(200, {"objects": found[:limit]})
 
-    def _logs3(self, raw: bytes) -> _Reply:
+    def _logs3(self, raw: bytes) -> Response:
         body = json.loads(raw)
         rows = body.get("rows")
         overflow = isinstance(rows, dict)
         if overflow:
             if rows.get("type") != OVERFLOW_TYPE or rows.get("key") not in self.state.blobs:
-                return _Reply(400, {"error": "unknown overflow reference"})
+                return Response(400, {"error": "unknown overflow reference"})
             raw = self.state.blobs.pop(rows["key"])
             rows = json.loads(raw)["rows"]
         if self.refuse_logs is not None:
             self.state.refused_rows += len(rows)
-            return _Reply(self.refuse_logs, {"error": "logs refused by the stand-in"})
+            return Response(self.refuse_logs, {"error": "logs refused by the stand-in"})
         self.state.uploads.append(Upload(rows=rows, size=len(raw), overflow=overflow))
         for row in rows:
             key = f"{row.get('experiment_id') or row.get('project_id')}/{row['id']}"
@@ -324,7 +283,7 @@ class FakeBraintrust:
                 _merge(existing, row)
             else:
                 self.state.rows[key] = dict(row)
-        return _Reply(200, {})
+        return Response(200, {})
 
     def _trial_scores(self, experiment_id: str) -> list[dict[str, float]]:
         """Per trial (root span), every non-null score in its trace."""
@@ -338,10 +297,10 @@ class FakeBraintrust:
                     scores[name] = float(value)
         return list(traces.values())
 
-    def _summarize(self, experiment_id: str, query: dict[str, str]) -> _Reply:
+    def _summarize(self, experiment_id: str, query: dict[str, str]) -> Response:
         experiment = self._experiment(experiment_id)
         if experiment is None:
-            return _Reply(404, {"error": "no such experiment"})
+            return Response(404, {"error": "no such experiment"})
         project = self.state.projects[experiment["project_id"]]
         base_id = query.get("comparison_experiment_id") or experiment.get("base_exp_id")
         if base_id is None:  # the backend's fallback: the project's previous experiment
@@ -359,7 +318,7 @@ class FakeBraintrust:
         if query.get("summarize_scores") in ("true", "True", "1"):
             summary["scores"] = self._score_summary(experiment_id, base["id"] if base else None)
             summary["metrics"] = {}
-        return _Reply(200, summary)
+        return Response(200, summary)
 
     def _score_summary(self, experiment_id: str, base_id: str | None) -> dict[str, Any]:
         def means(exp_id: str) -> dict[str, float]:
@@ -382,12 +341,12 @@ class FakeBraintrust:
             summary[name] = item
         return summary
 
-    def _chat(self, request: Recorded) -> _Reply:
-        body = json.loads(request.body)
+    def _chat(self, request: Request) -> Response:
+        body = request.body
         arguments = json.dumps({"reasons": "Compared with the expert answer.", "choice": self.judge_choice})
         call = {"id": "call-1", "type": "function", "function": {"name": "select_choice", "arguments": arguments}}
         message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        return _Reply(
+        return Response(
             200,
             {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:8]}",

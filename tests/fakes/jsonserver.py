@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 
 @dataclass
@@ -21,7 +22,9 @@ class Request:
     method: str
     path: str
     headers: dict[str, str]
-    body: Any
+    body: Any  # parsed JSON, or None when the body is empty or not JSON
+    query: dict[str, str] = field(default_factory=dict)  # last value of each parameter
+    raw: bytes = b""  # the body as sent
 
 
 @dataclass
@@ -37,23 +40,32 @@ Route = Callable[[Request], Response]
 class JsonServer:
     """Serve `routes` (keyed by "METHOD /path") on a free loopback port; record every request."""
 
-    def __init__(self, routes: dict[str, Route]) -> None:
+    def __init__(self, routes: dict[str, Route], fallback: Route | None = None, keep_alive: bool = False) -> None:
+        """`fallback` answers what no route names (paths with ids in them); `keep_alive` speaks HTTP/1.1."""
         self.routes = routes
+        self.fallback = fallback
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                body = json.loads(raw) if raw else None
-                path = self.path.split("?", 1)[0]
-                request = Request(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                parts = urlsplit(self.path)
+                query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                request = Request(self.command, parts.path, headers, body, query, raw)
                 with server._lock:
                     server.requests.append(request)
-                route = server.routes.get(f"{self.command} {path}")
-                response = route(request) if route else Response(404, {"error": f"no route {path}"})
+                route = server.routes.get(f"{self.command} {parts.path}") or server.fallback
+                response = route(request) if route else Response(404, {"error": f"no route {parts.path}"})
                 payload = json.dumps(response.body).encode()
                 self.send_response(response.status)
                 self.send_header("Content-Type", "application/json")
@@ -66,8 +78,7 @@ class JsonServer:
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the client gave up (a timeout test): nothing left to answer
 
-            do_POST = _serve
-            do_GET = _serve
+            do_GET = do_POST = do_PUT = do_PATCH = _serve
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
