@@ -7,9 +7,14 @@ STAMP := $(VENV)/.installed-stamp
 # `make eval` and `make test` leave no process running: the embedded PostgreSQL clusters they started
 # are stopped when they finish (whatever the outcome), unless LOCALNEON_KEEP=1.
 STOP_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; fi
-STOP_TEST_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then \
-	for dir in .localneon/test-pgdata .localneon/scorer-test-pgdata .localneon/faults-pgdata; do \
-	LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done; fi
+# The test clusters: one set per pytest-xdist worker (tests/pgdirs.py), e.g. .localneon/test-pgdata-gw0.
+TEST_CLUSTERS = .localneon/test-pgdata* .localneon/scorer-test-pgdata* .localneon/faults-pgdata*
+STOP_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
+	[ -d "$$dir" ] && LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done
+STOP_TEST_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then $(STOP_CLUSTERS); fi
+# Parallel test workers: half the suite's time is spent waiting on subprocesses and PostgreSQL. Tests of
+# one file stay on one worker (their module fixtures run once); a shared DATABASE_URL cluster runs serially.
+TEST_WORKERS ?= $(if $(DATABASE_URL),0,2)
 
 .PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab
 
@@ -26,7 +31,7 @@ calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in 
 	$(PY) -m evals.calibrate
 
 test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
-	@status=0; $(PY) -m pytest || status=$$?; $(STOP_TEST_PG); exit $$status
+	@status=0; $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile || status=$$?; $(STOP_TEST_PG); exit $$status
 
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .
@@ -52,7 +57,5 @@ bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness'
 
 clean:  ## Remove the virtual environment, the embedded database and local results.
 	-$(PY) -m localneon.pg stop 2>/dev/null
-	-LOCALNEON_PGDATA=.localneon/test-pgdata $(PY) -m localneon.pg stop 2>/dev/null
-	-LOCALNEON_PGDATA=.localneon/scorer-test-pgdata $(PY) -m localneon.pg stop 2>/dev/null
-	-LOCALNEON_PGDATA=.localneon/faults-pgdata $(PY) -m localneon.pg stop 2>/dev/null
+	-$(STOP_CLUSTERS)
 	rm -rf $(VENV) .localneon results .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -18,9 +18,9 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from harness.records import Snapshot, TableFingerprint
+from tests.pgdirs import SCORER_PGDATA as PGDATA
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PGDATA = REPO_ROOT / ".localneon" / "scorer-test-pgdata"
 OWNER_ROLE = "fixture_owner"
 
 

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.pgdirs import TEST_PGDATA
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TEST_PGDATA = REPO_ROOT / ".localneon" / "test-pgdata"
 # Variables a developer's shell may hold that would change what the run measures.
 _STRIPPED = ("ANTHROPIC_", "OPENAI_", "BRAINTRUST_", "EVAL_", "NEON_", "LOCALNEON_")
 

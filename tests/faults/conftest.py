@@ -25,6 +25,7 @@ import pytest
 from harness import liveness
 from localneon.pg import Cluster, start_embedded
 from tests.evals.cli import REPO_ROOT, offline_env
+from tests.pgdirs import FAULTS_PGDATA
 
 # Two prepare cases on the small blog fixture: enough for concurrency, quick to run.
 SMALL_DATASET = """
@@ -48,13 +49,9 @@ cases:
 EVAL_FILE = "evals/eval_prepare_migration.py"
 
 
-# A cluster of their own: other tests (or another test session) creating databases in the shared
-# test cluster at the same time would look like leftovers.
-FAULTS_PGDATA = REPO_ROOT / ".localneon" / "faults-pgdata"
-
-
 @cache
 def faults_cluster() -> Cluster:
+    """A cluster of their own: other tests creating databases in the shared one would look like leftovers."""
     url = os.environ.get("DATABASE_URL")
     return Cluster(url, embedded=False, pgdata=None) if url else start_embedded(FAULTS_PGDATA)
 

@@ -11,11 +11,11 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.server_process import REPO_ROOT, LocalServer, ServerEndpoints
+from harness.server_process import LocalServer, ServerEndpoints
 from harness.servers.neon.api import NeonAPI
+from tests.pgdirs import TEST_PGDATA
 
 FIXTURES = Path(__file__).parent / "fixtures"
-TEST_PGDATA = REPO_ROOT / ".localneon" / "test-pgdata"
 TOKEN = "test-token-3f9c1a7e5b"
 
 

@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
+from tests.pgdirs import TEST_PGDATA
+
 REPO = Path(__file__).resolve().parents[2]
-os.environ.setdefault("LOCALNEON_PGDATA", str(REPO / ".localneon" / "test-pgdata"))
+os.environ.setdefault("LOCALNEON_PGDATA", str(TEST_PGDATA))
 
 from localneon.branching import Neon  # noqa: E402
 from tests.localneon.helpers import HttpServer, Proj  # noqa: E402
