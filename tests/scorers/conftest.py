@@ -12,6 +12,7 @@ import pytest
 
 from harness.cases import BUNDLED_FIXTURES, Case, load_cases
 from harness.records import Snapshot, ToolCall, TrialConfig, TrialRecord
+from localneon.pg import Cluster
 from tests.datasets.pg import load_fixture, scratch_database, snapshot, start_server
 
 ADD_DESCRIPTION = "ALTER TABLE posts ADD COLUMN description text;"
@@ -30,7 +31,7 @@ class Captured:
     after_drop_tags: Snapshot  # post_tags and tags dropped
 
 
-def _state(server: Any, label: str, statements: list[str], dumps: int = 1) -> list[Snapshot]:
+def _state(server: Cluster, label: str, statements: list[str], dumps: int = 1) -> list[Snapshot]:
     with scratch_database(server, label) as conninfo:
         load_fixture(conninfo, BUNDLED_FIXTURES / "blog.sql")
         with psycopg.connect(conninfo, autocommit=True) as conn:
