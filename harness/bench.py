@@ -26,8 +26,10 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from harness import liveness
 from harness.cases import Case, load_cases
 from harness.config import Settings
+from harness.cpu_split import CpuSplit, describe, postmaster_of
 from harness.providers import ModelTurn, Provider, TrialContext
 from harness.records import TrialRecord
 from harness.trial import TrialRunner
@@ -155,14 +157,18 @@ async def speedup(settings: Settings, cases: list[Case], concurrency: int, delay
         await runner.run(cases[0], 0)
         rates: dict[int, float] = {}
         cpu_per_trial = 0.0
+        server = runner.server.process.pid if runner.server and runner.server.process else None
+        postmaster = postmaster_of(liveness.pgdata_dir()) if server else None
         for level in (1, concurrency):
-            busy_before = machine_busy_seconds()
+            before = CpuSplit.now(server, postmaster)
             records, elapsed = await run_batch(runner, cases, level)
-            cpu_per_trial = (machine_busy_seconds() - busy_before) / len(records)
+            split = CpuSplit.now(server, postmaster).since(before, len(records))
+            cpu_per_trial = sum(split.values())
             rates[level] = len(records) / elapsed
             print(
                 f"{len(records)} trials at concurrency {level} ({delay * 1000:.0f} ms per model call): "
                 f"{rates[level]:.2f} trials/s, {cpu_per_trial:.2f} CPU-s per trial (whole machine)"
+                f"\n  CPU-s per trial by process: {describe(split)}"
                 + (f"\n{not_ok(records)}" if not_ok(records) else "")
             )
     ratio = rates[concurrency] / rates[1]
@@ -174,15 +180,6 @@ async def speedup(settings: Settings, cases: list[Case], concurrency: int, delay
         "harness, server and PostgreSQL together, at the concurrency-1 throughput)"
     )
     return ratio
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds the whole machine spent not idle so far (/proc/stat): the server and PostgreSQL run in
-    other processes, so only the machine's total says what a trial costs in CPU."""
-    with open("/proc/stat") as handle:
-        fields = [int(value) for value in handle.readline().split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 async def memory(settings: Settings, cases: list[Case], trials: int, concurrency: int) -> float:

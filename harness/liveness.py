@@ -45,9 +45,14 @@ class Entry:
         return pid_alive(self.owner)
 
 
+def pgdata_dir() -> Path:
+    """The data directory of the local server this process starts (`LOCALNEON_PGDATA` or its default)."""
+    return Path(os.environ.get("LOCALNEON_PGDATA") or DEFAULT_PGDATA).expanduser().resolve()
+
+
 def owners_dir() -> Path:
     """The entries of the cluster this process works on, named after its data directory."""
-    pgdata = Path(os.environ.get("LOCALNEON_PGDATA") or DEFAULT_PGDATA).expanduser().resolve()
+    pgdata = pgdata_dir()
     digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:10]
     return OWNERS_DIR / f"{pgdata.name}-{digest}"
 

@@ -17,5 +17,13 @@ def test_bench_prints_the_three_ratios_with_targets(capsys: pytest.CaptureFixtur
     assert re.search(r"overhead ratio: \d+\.\d\d .*target <= 1\.5: (met|NOT MET)", output), output
     assert re.search(r"concurrency speedup: \d+\.\d\d .*target >= 6\.0: (met|NOT MET)", output), output
     assert re.search(r"ceiling on this machine: (\d+\.\d\d|inf) \(\d+ cores", output), output
+    # Who spent the CPU: the harness itself, the local server it started, that server's PostgreSQL.
+    splits = re.findall(
+        r"CPU-s per trial by process: harness (\S+) \(\d+%\) \+ server (\S+) \(\d+%\) "
+        r"\+ postgres (\S+) \(\d+%\) \+ other (\S+)",
+        output,
+    )
+    assert len(splits) == 2, output
+    assert all(float(postgres) > 0 and float(harness) > 0 for harness, _, postgres, _ in splits), splits
     assert re.search(r"memory: \d+\.\d\d .*target <= 1\.1: (met|NOT MET)", output), output
     assert "not ok" not in output
