@@ -12,6 +12,10 @@ TEST_CLUSTERS = .localneon/test-pgdata* .localneon/scorer-test-pgdata* .localneo
 STOP_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
 	[ -d "$$dir" ] && LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done
 STOP_TEST_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then $(STOP_CLUSTERS); fi
+# $(call THEN_STOP,command,stop): run the command, then the stop, however it ended. A Ctrl-C (or a
+# SIGTERM to the group) reaches the command as usual; the recipe's shell only waits it out (its trap
+# runs `true`), then stops the clusters and exits with the command's status, so make stops nothing early.
+THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$status
 # Parallel test workers: half the suite's time is spent waiting on subprocesses and PostgreSQL. Tests of
 # one file stay on one worker (their module fixtures run once); a shared DATABASE_URL cluster runs serially.
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,2)
@@ -25,13 +29,13 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` CLI.
-	@status=0; $(PY) -m evals || status=$$?; $(STOP_PG); exit $$status
+	@$(call THEN_STOP,$(PY) -m evals,$(STOP_PG))
 
 calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in datasets/judge/ (needs a judge).
 	$(PY) -m evals.calibrate
 
 test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
-	@status=0; $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile || status=$$?; $(STOP_TEST_PG); exit $$status
+	@$(call THEN_STOP,$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile,$(STOP_TEST_PG))
 
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .
@@ -40,20 +44,19 @@ lint: $(STAMP)  ## ruff and mypy.
 
 ab: $(STAMP)  ## Paired, adaptive A/B: make ab A=<variant file|@prompt|provider:model> B=<...> [MAX=20]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make ab A=<variant> B=<variant> [MAX=20]" >&2; exit 2; }
-	$(PY) -m evals.ab "$(A)" "$(B)" --max $(or $(MAX),20)
+	@$(call THEN_STOP,$(PY) -m evals.ab "$(A)" "$(B)" --max $(or $(MAX),20),$(STOP_PG))
 
 server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable HTTP on :8787.
-	$(PY) -m localneon --transport http --port 8787
+	@$(call THEN_STOP,$(PY) -m localneon --transport http --port 8787,$(STOP_PG))
 
 janitor: $(STAMP)  ## Delete leftovers of crashed runs (see README).
-	$(PY) -m harness.servers.neon.janitor
+	@$(call THEN_STOP,$(PY) -m harness.servers.neon.janitor,$(STOP_PG))
 
 pool: $(STAMP)  ## Check the Neon pool projects and say what setup would create (dry run; see README).
 	$(PY) -m harness.pool setup
 
 bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness's own per-trial overhead.
-	$(PY) -m localneon.bench
-	$(PY) -m harness.bench
+	@$(call THEN_STOP,$(PY) -m localneon.bench && $(PY) -m harness.bench,$(STOP_PG))
 
 clean:  ## Remove the virtual environment, the embedded database and local results.
 	-$(PY) -m localneon.pg stop 2>/dev/null

