@@ -13,6 +13,7 @@ Read from /proc (Linux); elsewhere the split is empty and the bench prints only 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,13 +34,18 @@ def _stat(pid: int) -> list[str]:
     return text.rsplit(")", 1)[1].split()
 
 
-def process_seconds(pid: int, *, reaped_children: bool) -> float:
-    """utime + stime of `pid`, plus those of the children it has waited for when asked."""
-    fields = _stat(pid)  # fields[0] is the state (field 3 of the man page), so utime is fields[11]
+def _seconds(fields: list[str], *, reaped_children: bool) -> float:
+    """utime + stime, plus those of the children waited for when asked. fields[0] is the state
+    (field 3 of proc(5)), so utime is fields[11] and cutime fields[13]."""
     ticks = int(fields[11]) + int(fields[12])
     if reaped_children:
         ticks += int(fields[13]) + int(fields[14])
     return ticks / _TICK
+
+
+def process_seconds(pid: int, *, reaped_children: bool) -> float:
+    """The CPU seconds of `pid`, with those of the children it has waited for when asked."""
+    return _seconds(_stat(pid), reaped_children=reaped_children)
 
 
 def postgres_seconds(postmaster: int) -> float:
@@ -51,7 +57,7 @@ def postgres_seconds(postmaster: int) -> float:
         try:
             fields = _stat(int(entry.name))
             if int(fields[1]) == postmaster:
-                total += (int(fields[11]) + int(fields[12])) / _TICK
+                total += _seconds(fields, reaped_children=False)
         except (OSError, ValueError, IndexError):
             continue
     return total
@@ -67,6 +73,13 @@ def postmaster_of(pgdata: Path) -> int | None:
     return pid
 
 
+def _unless_gone(read: Callable[[int], float], pid: int | None) -> float | None:
+    try:
+        return read(pid) if pid else None
+    except OSError:
+        return None
+
+
 @dataclass
 class CpuSplit:
     """Cumulative CPU seconds at one moment; subtract two to get a batch's share."""
@@ -78,16 +91,10 @@ class CpuSplit:
 
     @classmethod
     def now(cls, server_pid: int | None, postmaster: int | None) -> CpuSplit:
+        """The totals now; a process that is gone (or was never named) has none."""
         times = os.times()
-        server = postgres = None
-        try:
-            server = process_seconds(server_pid, reaped_children=True) if server_pid else None
-        except OSError:
-            server = None
-        try:
-            postgres = postgres_seconds(postmaster) if postmaster else None
-        except OSError:
-            postgres = None
+        server = _unless_gone(lambda pid: process_seconds(pid, reaped_children=True), server_pid)
+        postgres = _unless_gone(postgres_seconds, postmaster)
         return cls(machine_busy_seconds(), times.user + times.system, server, postgres)
 
     def since(self, earlier: CpuSplit, trials: int) -> dict[str, float]:

@@ -202,13 +202,13 @@ class Catalog:
         conn = self._take()
         try:
             yield conn
+            conn.commit()
         except BaseException:
             with contextlib.suppress(psycopg.Error):
                 conn.rollback()
-            self._give_back(conn)
             raise
-        conn.commit()
-        self._give_back(conn)
+        finally:
+            self._give_back(conn)  # kept only when idle again; a failed commit's connection is closed
 
     def _take(self) -> psycopg.Connection[dict[str, Any]]:
         while True:

@@ -148,8 +148,14 @@ def fault_env(world: World, results: Path, dataset: Path, **extra: str) -> dict[
 
 def start_launcher(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """`python -m evals` (what `make eval` runs) in its own process group, like a terminal's job."""
+    return start_job([sys.executable, "-m", "evals", "--no-progress-bars", *args], env)
+
+
+def start_job(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """`command` in its own process group, as a terminal's foreground job: a Ctrl-C, or a signal sent
+    to the group, reaches everything it started. Its stderr is kept for the test's messages."""
     return subprocess.Popen(
-        [sys.executable, "-m", "evals", "--no-progress-bars", *args],
+        command,
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -14,7 +14,7 @@ import pytest
 
 from localneon.pg import stop_embedded
 from tests.evals.cli import REPO_ROOT
-from tests.faults.conftest import SMALL_DATASET, World, fault_env, wait_for_records
+from tests.faults.conftest import SMALL_DATASET, World, fault_env, start_job, wait_for_records
 
 
 def make_eval_env(world: World, tmp_path: Path, request: pytest.FixtureRequest, **extra: str) -> dict[str, str]:
@@ -59,27 +59,18 @@ def test_make_eval_stops_the_postgresql_it_started(
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_make_eval_still_stops_the_postgresql(
-    world: World, tmp_path: Path, request: pytest.FixtureRequest, signum: signal.Signals
+    world: World,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    reaped: list[subprocess.Popen[str]],
+    signum: signal.Signals,
 ) -> None:
     """Ctrl-C in a terminal, or SIGTERM to the group (CI cancelling, `timeout`, a container stop)."""
     env = make_eval_env(world, tmp_path, request, EVAL_TRIALS="6", EVAL_CONCURRENCY="2")
-    # Its own process group, as a terminal's foreground job: Ctrl-C sends SIGINT to all of it.
-    make = subprocess.Popen(
-        ["make", "-s", "eval"],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        wait_for_records(make, tmp_path / "results" / world.run_id / "trials.jsonl", 2)
-        os.killpg(make.pid, signum)
-        _, stderr = make.communicate(timeout=120)
-    finally:
-        if make.poll() is None:
-            os.killpg(make.pid, signal.SIGKILL)
-            make.wait(10)
+    make = start_job(["make", "-s", "eval"], env)
+    reaped.append(make)
+    wait_for_records(make, tmp_path / "results" / world.run_id / "trials.jsonl", 2)
+    os.killpg(make.pid, signum)
+    _, stderr = make.communicate(timeout=120)
     assert make.returncode != 0, f"an interrupted run must not exit 0: {stderr[-3000:]}"
     assert_stopped_and_clean(world, env)

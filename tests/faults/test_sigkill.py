@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.evals.cli import REPO_ROOT
-from tests.faults.conftest import EVAL_FILE, World, fault_env, processes_of, wait_for_records
+from tests.faults.conftest import EVAL_FILE, World, fault_env, processes_of, start_job, wait_for_records
 
 
 @pytest.fixture
@@ -48,15 +48,7 @@ def test_the_janitor_removes_everything_a_killed_run_left(
     results = tmp_path / "results"
     env = fault_env(world, results, dataset, EVAL_TRIALS="4", EVAL_CONCURRENCY="2", EVAL_MODEL="control:oracle")
     command = [str(Path(sys.executable).parent / "braintrust"), "eval", "--no-send-logs", "--no-progress-bars"]
-    cli = subprocess.Popen(
-        [*command, EVAL_FILE],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    cli = start_job([*command, EVAL_FILE], env)
     try:
         wait_for_records(cli, results / world.run_id / "trials.jsonl", 1)
         os.killpg(cli.pid, signal.SIGKILL)

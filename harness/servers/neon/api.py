@@ -212,7 +212,7 @@ class NeonAPI:
 
     async def delete_project(self, project_id: str) -> None:
         """Delete a project; a project already gone counts as deleted."""
-        self._uris = {key: uri for key, uri in self._uris.items() if key[0] != project_id}
+        self._forget_uris(project_id)
         body = await self.request("DELETE", f"/projects/{project_id}", allow=(404,))
         if body:
             await self.wait_operations(project_id, body.get("operations"))
@@ -289,7 +289,7 @@ class NeonAPI:
 
     async def delete_branch(self, project_id: str, branch_id: str) -> None:
         """Delete a branch; one already gone counts as deleted."""
-        self._uris = {key: uri for key, uri in self._uris.items() if key[:2] != (project_id, branch_id)}
+        self._forget_uris(project_id, branch_id)
         body = await self.request("DELETE", f"/projects/{project_id}/branches/{branch_id}", allow=(404,))
         if body:
             await self.wait_operations(project_id, body.get("operations"))
@@ -311,6 +311,10 @@ class NeonAPI:
     async def branch_roles(self, project_id: str, branch_id: str) -> list[dict[str, Any]]:
         body = await self.request("GET", f"/projects/{project_id}/branches/{branch_id}/roles")
         return list(body.get("roles", []))
+
+    def _forget_uris(self, *owner: str) -> None:
+        """Drop the cached URIs of a project, or of one of its branches: they die with it."""
+        self._uris = {key: uri for key, uri in self._uris.items() if key[: len(owner)] != owner}
 
     async def connection_uri(self, project_id: str, branch_id: str, database: str, role: str) -> str:
         key = (project_id, branch_id, database, role)
