@@ -65,6 +65,14 @@ def admin_rows(query: str, *params: object, dbname: str = "postgres") -> list[st
         return sorted(str(row[0]) for row in cursor.fetchall()) if cursor.description else []
 
 
+def catalog_rows(query: str, *params: object) -> list[str]:
+    """Rows of the local server's catalog; none when no server has run on this cluster yet (a worker
+    whose first fault test runs `make eval` on a cluster of its own never creates it here)."""
+    if CATALOG_DB not in admin_rows("SELECT datname FROM pg_database"):
+        return []
+    return admin_rows(query, *params, dbname=CATALOG_DB)
+
+
 def processes_of(tmp: Path) -> list[str]:
     """Live processes started with `TMPDIR=tmp`: everything a run started inherits its environment."""
     marker = f"TMPDIR={tmp}".encode()
@@ -92,9 +100,7 @@ class World:
     roles: list[str] = field(default_factory=list)
 
     def projects(self) -> list[str]:
-        return admin_rows(
-            "SELECT name FROM projects WHERE name LIKE %s", f"eval-{self.run_id}-%", dbname="localneon_catalog"
-        )
+        return catalog_rows("SELECT name FROM projects WHERE name LIKE %s", f"eval-{self.run_id}-%")
 
     def leftovers(self) -> dict[str, object]:
         """Everything the run left behind (empty lists and sets when nothing)."""
@@ -112,8 +118,8 @@ class World:
         catalog never heard of; only the janitor's server-side sweep can find those."""
         left = self.leftovers()
         if unlisted_ok:
-            listed = set(admin_rows("SELECT pg_name FROM databases", dbname="localneon_catalog"))
-            listed |= set(admin_rows("SELECT role_name FROM projects", dbname="localneon_catalog"))
+            listed = set(catalog_rows("SELECT pg_name FROM databases"))
+            listed |= set(catalog_rows("SELECT role_name FROM projects"))
             assert not listed & {*left["databases"], *left["roles"]}, left  # type: ignore[misc]
             left = {name: value for name, value in left.items() if name not in ("databases", "roles")}
         assert not any(left.values()), f"left behind: {left}\n{context[-6000:]}"
