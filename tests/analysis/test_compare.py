@@ -7,7 +7,6 @@ import asyncio
 import json
 import math
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -22,9 +21,10 @@ from analysis.stats import mcnemar_exact, paired_bootstrap, trials_needed
 from harness.cases import BUNDLED_DATASET, Case, load_cases
 from harness.config import Settings
 from harness.records import TrialRecord
-from harness.server_process import REPO_ROOT, LocalServer
+from harness.server_process import LocalServer
 from harness.store import load_run
 from harness.trial import TrialRunner
+from tests.evals.cli import python_module, run_in_repo
 from tests.harness.conftest import TEST_PGDATA, TOKEN
 
 CASE_IDS = ["add-column-description", "add-column-category", "add-column-reading-time", "rename-column-content-to-body"]
@@ -173,13 +173,10 @@ def test_text_report_names_the_verdict_and_the_discordant_counts(
 
 
 def test_a_run_compared_with_itself_shows_no_difference(runs: Runs) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "analysis.compare", str(runs.oracle), str(runs.oracle), "--json", "--dataset", DATASET],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
+    completed = run_in_repo(
+        python_module("analysis.compare", str(runs.oracle), str(runs.oracle), "--json", "--dataset", DATASET),
+        None,
         timeout=60,
-        check=False,
     )
     assert completed.returncode == 0, completed.stderr
     data = json.loads(completed.stdout)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -17,10 +15,11 @@ import pytest
 from analysis.report import main
 from harness.cases import BUNDLED_DATASET, load_cases
 from harness.records import ToolCall
-from harness.server_process import REPO_ROOT, LocalServer
+from harness.server_process import LocalServer
 from harness.store import RUN_FILE, TRIALS_FILE, load_run
 from tests.analysis.browser import drawn_in, rendered_dom
 from tests.analysis.test_compare import DATASET, TRIALS, _run
+from tests.evals.cli import python_module, run_in_repo
 from tests.harness.conftest import TEST_PGDATA, TOKEN
 
 PREPARE = ["add-column-description", "rename-column-content-to-body"]
@@ -255,14 +254,7 @@ def test_bad_input_gives_a_clear_error_and_exit_2(
     assert code == 2 and "3 case(s) not in the dataset" in err and "add-column-description" in err
     code, _, err = _cli(capsys, str(run), "--out", str(tmp_path / "no" / "such" / "dir.html"))
     assert code == 2 and "report: error:" in err
-    completed = subprocess.run(
-        [sys.executable, "-m", "analysis.report", str(missing)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = run_in_repo(python_module("analysis.report", str(missing)), None, timeout=60)
     assert completed.returncode == 2 and "report: error:" in completed.stderr and completed.stdout == ""
 
 

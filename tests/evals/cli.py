@@ -30,6 +30,18 @@ def offline_env(results_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def run_in_repo(
+    command: list[str], env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run a command from the repository's root as a user would, capturing its text; the caller checks it."""
+    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """The command line of `python -m module args...` with this interpreter."""
+    return [sys.executable, "-m", module, *args]
+
+
 def run_cli(
     env: dict[str, str], *paths: str, timeout: float = 400, send_logs: bool = False
 ) -> subprocess.CompletedProcess[str]:
@@ -40,15 +52,7 @@ def run_cli(
     executable = Path(sys.executable).parent / "braintrust"
     offline = [] if send_logs else ["--no-send-logs"]
     command = [str(executable), "eval", *offline, "--terminate-on-failure", "--jsonl", "--no-progress-bars"]
-    return subprocess.run(
-        [*command, *(paths or ("evals",))],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_in_repo([*command, *(paths or ("evals",))], env, timeout)
 
 
 def run_braintrust_eval(

@@ -4,8 +4,6 @@ to change schemas loses to the honest one, significantly, and the page draws the
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
@@ -13,7 +11,7 @@ import yaml
 from harness.cases import load_cases
 from harness.store import load_run
 from tests.analysis.browser import drawn_in, rendered_dom
-from tests.evals.cli import REPO_ROOT, offline_env
+from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_in_repo
 
 HONEST = REPO_ROOT / "datasets" / "variants" / "honest.yaml"
 MISLEADING = REPO_ROOT / "datasets" / "variants" / "run-sql-for-schema-changes.yaml"
@@ -28,14 +26,8 @@ def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path)
     results = tmp_path / "results"
     env = offline_env(results, EVAL_DATASET=str(dataset), EVAL_RUN_ID="ab-test", EVAL_CONCURRENCY="4")
     env.pop("EVAL_TRIALS")  # make ab runs adaptively unless told otherwise
-    completed = subprocess.run(
-        [sys.executable, "-m", "evals.ab", str(HONEST), str(MISLEADING), "--max", "4", "--eval", PREPARE_EVAL],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    completed = run_in_repo(
+        python_module("evals.ab", str(HONEST), str(MISLEADING), "--max", "4", "--eval", PREPARE_EVAL), env, timeout=600
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "both arms run control:lexical" in completed.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import psycopg
 import pytest
 
 from harness import liveness
-from localneon.pg import Cluster, start_embedded
+from localneon.pg import Cluster, start_embedded, stop_embedded
 from tests.evals.cli import REPO_ROOT, offline_env
 from tests.pgdirs import FAULTS_PGDATA
 
@@ -57,6 +58,20 @@ def faults_cluster() -> Cluster:
 
 
 CATALOG_DB = "localneon_catalog"
+
+
+def own_cluster_dir(request: pytest.FixtureRequest, name: str) -> Path:
+    """`.localneon/<name>`, a cluster folder the test owns: stopped, then removed, when the test ends
+    (stopped first: a failed test must not leave a server running on a deleted folder). It sits beside
+    the others because the embedded server's system user may not enter pytest's private temp folders."""
+    pgdata = REPO_ROOT / ".localneon" / name
+
+    def remove() -> None:
+        stop_embedded(pgdata)
+        shutil.rmtree(pgdata, ignore_errors=True)
+
+    request.addfinalizer(remove)
+    return pgdata
 
 
 def admin_rows(query: str, *params: object, dbname: str = "postgres") -> list[str]:

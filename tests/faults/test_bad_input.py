@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 
 from harness.cases import DatasetError, load_cases
 from harness.config import ConfigError, Settings
-from tests.evals.cli import REPO_ROOT, offline_env
+from tests.evals.cli import offline_env, run_in_repo
 from tests.faults.conftest import EVAL_FILE, SMALL_DATASET, World, fault_env
 
 NOT_UTF8 = "version: 1\ncases: []\n# caf\xe9 in Latin-1\n".encode("latin-1")
@@ -46,14 +45,10 @@ def test_braintrust_eval_run_directly_on_a_broken_dataset_exits_non_zero(tmp_pat
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(SMALL_DATASET.replace("ADD COLUMN note text", "ADD COLUMN"))
     results = tmp_path / "results"
-    completed = subprocess.run(
+    completed = run_in_repo(
         [str(Path(sys.executable).parent / "braintrust"), "eval", "--no-send-logs", "evals/"],
-        cwd=REPO_ROOT,
-        env=offline_env(results, EVAL_DATASET=str(dataset)),
-        capture_output=True,
-        text=True,
+        offline_env(results, EVAL_DATASET=str(dataset)),
         timeout=300,
-        check=False,
     )
     assert completed.returncode == 2, completed.stderr[-3000:]
     assert f"{dataset}: case 'fault-add-note': reference_sql does not parse" in completed.stderr
@@ -68,14 +63,10 @@ def test_a_reference_sql_that_does_not_run_on_its_fixture_stops_the_run(
         SMALL_DATASET.replace("ALTER TABLE comments ADD COLUMN rating", "ALTER TABLE reviews ADD COLUMN rating")
     )
     results = tmp_path / "results"
-    completed = subprocess.run(
+    completed = run_in_repo(
         [str(Path(sys.executable).parent / "braintrust"), "eval", "--no-send-logs", EVAL_FILE],
-        cwd=REPO_ROOT,
-        env=fault_env(world, results, dataset),
-        capture_output=True,
-        text=True,
+        fault_env(world, results, dataset),
         timeout=300,
-        check=False,
     )
     assert completed.returncode == 2, completed.stderr[-3000:]
     expected = f"{dataset}: case 'fault-add-rating': reference_sql does not run on fixture 'blog': "

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from localneon.pg import stop_embedded
-from tests.evals.cli import REPO_ROOT
-from tests.faults.conftest import SMALL_DATASET, World, fault_env, start_job, wait_for_records
+from tests.evals.cli import run_in_repo
+from tests.faults.conftest import SMALL_DATASET, World, fault_env, own_cluster_dir, start_job, wait_for_records
 
 
 def make_eval_env(world: World, tmp_path: Path, request: pytest.FixtureRequest, **extra: str) -> dict[str, str]:
@@ -22,13 +21,7 @@ def make_eval_env(world: World, tmp_path: Path, request: pytest.FixtureRequest, 
     beside the others: the embedded server's system user may not enter pytest's private temp folders."""
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(SMALL_DATASET)
-    pgdata = REPO_ROOT / ".localneon" / f"make-eval-{world.run_id}"
-
-    def remove() -> None:  # stopped first: a failed test must not leave a server on a deleted folder
-        stop_embedded(pgdata)
-        shutil.rmtree(pgdata, ignore_errors=True)
-
-    request.addfinalizer(remove)
+    pgdata = own_cluster_dir(request, f"make-eval-{world.run_id}")
     env = fault_env(world, tmp_path / "results", dataset, EVAL_MODEL="control:oracle", LOCALNEON_PGDATA=str(pgdata))
     env.pop("XDG_RUNTIME_DIR", None)  # as in CI, cron and most containers
     return {**env, **extra}
@@ -49,9 +42,7 @@ def test_make_eval_stops_the_postgresql_it_started(
     world: World, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     env = make_eval_env(world, tmp_path, request)
-    completed = subprocess.run(
-        ["make", "-s", "eval"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
+    completed = run_in_repo(["make", "-s", "eval"], env, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert_stopped_and_clean(world, env)
 

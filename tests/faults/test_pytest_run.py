@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
-import subprocess
-import sys
 
 import pytest
 
-from localneon.pg import stop_embedded
-from tests.pgdirs import REPO_ROOT
+from tests.evals.cli import python_module, run_in_repo
+from tests.faults.conftest import own_cluster_dir
 
 ONE_TEST = "tests/datasets/test_fixtures_real_pg.py::test_a_failing_reference_sql_is_caught"
 
@@ -21,23 +18,9 @@ ONE_TEST = "tests/datasets/test_fixtures_real_pg.py::test_a_failing_reference_sq
 @pytest.mark.parametrize("keep", [False, True], ids=["default", "LOCALNEON_KEEP=1"])
 def test_a_pytest_run_stops_the_clusters_it_started(keep: bool, request: pytest.FixtureRequest) -> None:
     worker = "hook" + secrets.token_hex(3)  # clusters of their own: .localneon/<name>-<worker>
-    pgdata = REPO_ROOT / ".localneon" / f"scorer-test-pgdata-{worker}"
-
-    def remove() -> None:
-        stop_embedded(pgdata)
-        shutil.rmtree(pgdata, ignore_errors=True)
-
-    request.addfinalizer(remove)
+    pgdata = own_cluster_dir(request, f"scorer-test-pgdata-{worker}")
     env = {**os.environ, "PYTEST_XDIST_WORKER": worker, "LOCALNEON_KEEP": "1" if keep else "0"}
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", ONE_TEST],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    completed = run_in_repo(python_module("pytest", "-q", "-p", "no:cacheprovider", ONE_TEST), env, timeout=300)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (pgdata / "PG_VERSION").exists(), "the test ran on the worker's own cluster"
     assert (pgdata / "postmaster.pid").exists() == keep, "running after the run" if not keep else "stopped"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.evals.cli import REPO_ROOT
+from tests.evals.cli import python_module, run_in_repo
 from tests.faults.conftest import EVAL_FILE, World, fault_env, processes_of, start_job, wait_for_records
 
 
@@ -57,15 +56,7 @@ def test_the_janitor_removes_everything_a_killed_run_left(
     left = {**world.leftovers(), "projects": settled_projects(world)}
     assert any("-m localneon" in line for line in processes_of(world.tmp)), left
 
-    janitor = subprocess.run(
-        [sys.executable, "-m", "harness.servers.neon.janitor"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    janitor = run_in_repo(python_module("harness.servers.neon.janitor"), env, timeout=300)
     assert janitor.returncode == 0, janitor.stderr[-3000:]
     assert "stopped local server" in janitor.stdout, janitor.stdout
     if left["projects"]:  # the kill may land while no trial holds a sandbox (between two trials)

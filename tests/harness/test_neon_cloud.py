@@ -27,7 +27,7 @@ from harness.servers.neon.backend import api_url_for, check_cases, pinned_url
 from harness.servers.neon.janitor import main as janitor_main
 from harness.servers.neon.pool_setup import POOL_PREFIX
 from harness.store import load_run
-from tests.evals.cli import REPO_ROOT, offline_env, run_braintrust_eval
+from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_braintrust_eval, run_in_repo
 from tests.fakes.neon_cloud import NeonCloud, neon_cloud
 from tests.harness.conftest import TOKEN, settings_from
 from tests.planted import CONNECTION_CASE, assert_no_password, planted_dataset
@@ -164,14 +164,10 @@ def test_two_models_and_a_decoy_sweep_share_one_pool_without_overlaps(cloud: Neo
             "postgresql://" in results["get_connection_string"] and ":[REDACTED]@" in results["get_connection_string"]
         )
         assert "backup_admin:[REDACTED]@db.example.com" in results["run_sql"]
-    report = subprocess.run(
-        [sys.executable, "-m", "analysis.report", str(tmp_path / "results" / "pool-run"), "--dataset", str(cases)],
-        cwd=REPO_ROOT,
-        env=run_env,
-        capture_output=True,
-        text=True,
+    report = run_in_repo(
+        python_module("analysis.report", str(tmp_path / "results" / "pool-run"), "--dataset", str(cases)),
+        run_env,
         timeout=300,
-        check=False,
     )
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "results" / "pool-run" / "report.html").read_text(encoding="utf-8")
