@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from harness import liveness
@@ -198,8 +199,30 @@ async def memory(settings: Settings, cases: list[Case], trials: int, concurrency
     return ratio
 
 
+def filesystem_of(path: Path) -> str:
+    """The type of the filesystem holding `path` (/proc/mounts, longest mount point), or "unknown".
+
+    Why: cloning a database creates some 300 files, and what a file creation costs depends on the
+    filesystem far more than on anything the harness does; the figures are only comparable with it.
+    """
+    try:
+        mounts = [line.split()[1:3] for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "unknown"
+    path = path.resolve()
+    best, kind = "", "unknown"
+    for mount_point, fstype in mounts:
+        mount_point = mount_point.replace("\\040", " ")
+        if path.is_relative_to(mount_point) and len(mount_point) > len(best):
+            best, kind = mount_point, fstype
+    return kind
+
+
 async def bench(args: argparse.Namespace) -> None:
     settings = Settings.from_env(warn=False).for_model(args.model)
+    if settings.server_kind in ("local", "stdio") and not os.environ.get("DATABASE_URL"):
+        pgdata = liveness.pgdata_dir()
+        print(f"PostgreSQL data directory: {pgdata} ({filesystem_of(pgdata)})")
     cases = load_cases()
     migration = next(case for case in cases if case.scenario == "prepare" and case.reference_sql)
     chosen = [cases[index % len(cases)] for index in range(args.trials)]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
-from harness.bench import main
+from harness.bench import filesystem_of, main
+from harness.liveness import pgdata_dir
 
 
 def test_bench_prints_the_three_ratios_with_targets(capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,3 +30,12 @@ def test_bench_prints_the_three_ratios_with_targets(capsys: pytest.CaptureFixtur
     assert all(float(postgres) > 0 and float(harness) > 0 for harness, _, postgres, _ in splits), splits
     assert re.search(r"memory: \d+\.\d\d .*target <= 1\.1: (met|NOT MET)", output), output
     assert "not ok" not in output
+    if "DATABASE_URL" not in os.environ:  # the figures depend on where the clusters' files are
+        assert f"PostgreSQL data directory: {pgdata_dir()} ({filesystem_of(pgdata_dir())})" in output, output
+
+
+@pytest.mark.skipif(not Path("/proc/mounts").exists(), reason="reads /proc/mounts (Linux)")
+def test_the_filesystem_is_that_of_the_longest_mount_point() -> None:
+    assert filesystem_of(Path("/proc/self/status")) == "proc"  # inside /proc, not the root filesystem
+    root = next(line.split()[2] for line in Path("/proc/mounts").read_text().splitlines() if line.split()[1] == "/")
+    assert filesystem_of(Path("/")) == root
