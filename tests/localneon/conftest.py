@@ -22,7 +22,10 @@ import pytest
 from tests.pgdirs import TEST_PGDATA
 
 REPO = Path(__file__).resolve().parents[2]
-os.environ.setdefault("LOCALNEON_PGDATA", str(TEST_PGDATA))
+# Set, not defaulted: an xdist controller that imported this file hands its value to every worker,
+# which would then share one cluster (and none would stop it); a developer's own pgdata is never used.
+if "DATABASE_URL" not in os.environ:
+    os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
 
 from localneon.branching import Neon  # noqa: E402
 from tests.localneon.helpers import HttpServer, Proj  # noqa: E402
