@@ -1,4 +1,4 @@
-"""Suite-wide hooks: a test run leaves no PostgreSQL running, whether started by `make test` or plain `pytest`."""
+"""Suite-wide: which cluster a test process uses, and that it leaves none running (`make test` or plain `pytest`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ import pytest
 
 from localneon.pg import stop_embedded
 from tests.pgdirs import FAULTS_PGDATA, SCORER_PGDATA, TEST_PGDATA
+
+# Every local server and cluster a test process starts uses this worker's test data directory, never
+# the developer's. Set, not defaulted, and here, where every process (xdist controller and workers)
+# reads it first: a worker inherits the controller's environment, and defaulting would keep the
+# controller's unsuffixed value, so that all workers shared one cluster that none of them stopped.
+if "DATABASE_URL" not in os.environ:
+    os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

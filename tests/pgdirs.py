@@ -2,7 +2,8 @@
 
 `make test` runs the suite in parallel workers. Tests that count databases, roles or orphans in
 a cluster must not see another worker's, so each worker (`PYTEST_XDIST_WORKER`, e.g. `gw0`) gets
-its own data directories; a plain `pytest` run uses the unsuffixed ones. `make test` stops them all.
+its own data directories; a plain `pytest` run uses the unsuffixed ones. Each process stops its own
+when its tests are done (`tests/conftest.py`), and `make test` stops them all after an interrupted run.
 """
 
 from __future__ import annotations

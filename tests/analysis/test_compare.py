@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from harness.server_process import LocalServer
 from harness.store import load_run
 from harness.trial import TrialRunner
 from tests.evals.cli import python_module, run_in_repo
-from tests.harness.conftest import TEST_PGDATA, TOKEN
+from tests.harness.conftest import TOKEN
 
 CASE_IDS = ["add-column-description", "add-column-category", "add-column-reading-time", "rename-column-content-to-body"]
 TRIALS = 2
@@ -111,9 +110,7 @@ async def runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runs]:
     by_id = {case.id: case for case in load_cases(DATASET)}
     cases = [by_id[case_id] for case_id in CASE_IDS]
     results = tmp_path_factory.mktemp("results")
-    server = LocalServer(
-        token=TOKEN, env={} if "DATABASE_URL" in os.environ else {"LOCALNEON_PGDATA": str(TEST_PGDATA)}
-    )
+    server = LocalServer(token=TOKEN)
     try:
         await server.start()
         oracle = await _run(server, results, "control:oracle", "a", cases)

@@ -4,7 +4,6 @@ folder, rendered and read back with `html.parser` (which also checks that every 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -20,7 +19,7 @@ from harness.store import RUN_FILE, TRIALS_FILE, load_run
 from tests.analysis.browser import drawn_in, rendered_dom
 from tests.analysis.test_compare import DATASET, TRIALS, _run
 from tests.evals.cli import python_module, run_in_repo
-from tests.harness.conftest import TEST_PGDATA, TOKEN
+from tests.harness.conftest import TOKEN
 
 PREPARE = ["add-column-description", "rename-column-content-to-body"]
 COMPLETE = ["complete-add-column-subtitle"]  # approved: running the reference SQL on main leaves main as expected
@@ -106,9 +105,7 @@ async def run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Path]:
     by_id = {case.id: case for case in load_cases(DATASET)}
     cases = [by_id[case_id] for case_id in PREPARE + COMPLETE]
     results = tmp_path_factory.mktemp("results")
-    server = LocalServer(
-        token=TOKEN, env={} if "DATABASE_URL" in os.environ else {"LOCALNEON_PGDATA": str(TEST_PGDATA)}
-    )
+    server = LocalServer(token=TOKEN)
     try:
         await server.start()
         await _run(server, results, ORACLE, RUN_ID, cases)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ from harness.cases import Case
 from harness.config import Settings
 from harness.server_process import LocalServer, ServerEndpoints
 from harness.servers.neon.api import NeonAPI
-from tests.pgdirs import TEST_PGDATA
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOKEN = "test-token-3f9c1a7e5b"
@@ -43,21 +41,8 @@ def settings_from(env: dict[str, str] | None = None, **overrides: Any) -> Settin
     return settings.model_copy(update=overrides) if overrides else settings
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _test_pgdata() -> Iterator[None]:
-    """Every localneon process the tests start uses the test data dir, never the developer's."""
-    previous = os.environ.get("LOCALNEON_PGDATA")
-    if "DATABASE_URL" not in os.environ:
-        os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
-    yield
-    if previous is None:
-        os.environ.pop("LOCALNEON_PGDATA", None)
-    else:
-        os.environ["LOCALNEON_PGDATA"] = previous
-
-
 @pytest.fixture(scope="session")
-async def local_server(_test_pgdata: None) -> AsyncIterator[LocalServer]:
+async def local_server() -> AsyncIterator[LocalServer]:
     server = LocalServer(token=TOKEN)
     await server.start()
     yield server

@@ -8,7 +8,6 @@ cancel scopes are entered and left in the same task.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -19,16 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.pgdirs import TEST_PGDATA
+from localneon.branching import Neon
+from tests.localneon.helpers import HttpServer, Proj
 
 REPO = Path(__file__).resolve().parents[2]
-# Set, not defaulted: an xdist controller that imported this file hands its value to every worker,
-# which would then share one cluster (and none would stop it); a developer's own pgdata is never used.
-if "DATABASE_URL" not in os.environ:
-    os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
-
-from localneon.branching import Neon  # noqa: E402
-from tests.localneon.helpers import HttpServer, Proj  # noqa: E402
 
 TOKEN = "test-" + secrets.token_hex(8)
 
