@@ -61,7 +61,9 @@ def seal_database(admin_conninfo: str) -> None:
         )
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
         for name, body in _VIEWS.items():
-            conn.execute(sql.SQL("CREATE VIEW {}.{} AS ").format(sql.Identifier(SCHEMA), sql.Identifier(name)) + sql.SQL(body))
+            conn.execute(
+                sql.SQL("CREATE VIEW {}.{} AS ").format(sql.Identifier(SCHEMA), sql.Identifier(name)) + sql.SQL(body)
+            )
         if with_stats:
             conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(STATS_SCHEMA)))
             conn.execute(
@@ -69,7 +71,9 @@ def seal_database(admin_conninfo: str) -> None:
                     sql.Identifier(STATS_SCHEMA)
                 )
             )
-            conn.execute(sql.SQL("CREATE VIEW {}.pg_stat_statements AS ").format(sql.Identifier(SCHEMA)) + sql.SQL(_STATS_VIEW))
+            conn.execute(
+                sql.SQL("CREATE VIEW {}.pg_stat_statements AS ").format(sql.Identifier(SCHEMA)) + sql.SQL(_STATS_VIEW)
+            )
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO PUBLIC").format(sql.Identifier(SCHEMA)))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO PUBLIC").format(sql.Identifier(SCHEMA)))
         closed = sql.SQL(", ").join(sql.Identifier("pg_catalog", name) for name in _VIEWS)

@@ -325,7 +325,12 @@ def _oauth(new: dict[str, Any], args: dict[str, Any], op: str) -> tuple[dict[str
                 "or neither (shared credentials)"
             )
         kind = "standard" if "client_id" in config else "shared"
-        entry = {"id": provider_id, "type": kind, "client_id": config.get("client_id"), "secret_set": kind == "standard"}
+        entry = {
+            "id": provider_id,
+            "type": kind,
+            "client_id": config.get("client_id"),
+            "secret_set": kind == "standard",
+        }
         if "microsoft_tenant_id" in config:
             entry["microsoft_tenant_id"] = config["microsoft_tenant_id"]
         new["oauth_providers"].append(entry)

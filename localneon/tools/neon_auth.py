@@ -73,7 +73,10 @@ CONFIGURE_PARAMS = (
     Param("email_provider", _EMAIL_PROVIDER),
     Param(
         "test_email",
-        _strict({"recipient_email": string(format="email", minLength=1, maxLength=256), **_SMTP}, ("recipient_email", *_SMTP)),
+        _strict(
+            {"recipient_email": string(format="email", minLength=1, maxLength=256), **_SMTP},
+            ("recipient_email", *_SMTP),
+        ),
     ),
 )
 
@@ -93,8 +96,9 @@ def provision_neon_auth(neon: Neon, args: dict[str, Any]) -> str:
     with pg_errors("provision_neon_auth", target):
         found, created = neon_auth.provision(neon, project_id, target.branch.id, target.database.name)
     if not created:
-        return f"Neon Auth is already provisioned for branch {found.branch_id} (database {found.database_name}).\n" + _urls(
-            found
+        return (
+            f"Neon Auth is already provisioned for branch {found.branch_id} (database {found.database_name}).\n"
+            + _urls(found)
         )
     return (
         f"Provisioned Neon Auth for branch {found.branch_id} of project {project_id}: the {neon_auth.SCHEMA} schema "
@@ -137,7 +141,9 @@ def configure_neon_auth(neon: Neon, args: dict[str, Any]) -> str:
     settings = neon.catalog.modify_neon_auth(project_id, target.branch.id, change)
     if settings is None:  # the branch went away between the check and the change
         raise NotFound(f"Neon Auth is no longer provisioned for branch {target.branch.id}; nothing was changed")
-    return f"{summary[0]} (branch {target.branch.id})\nNeon Auth settings now:\n" + to_json(neon_auth.snapshot(settings))
+    return f"{summary[0]} (branch {target.branch.id})\nNeon Auth settings now:\n" + to_json(
+        neon_auth.snapshot(settings)
+    )
 
 
 def provision_neon_data_api(neon: Neon, args: dict[str, Any]) -> str:

@@ -30,7 +30,9 @@ def _branch(neon: Neon, args: dict[str, Any]) -> Branch:
     if not project_id:
         projects = neon.catalog.list_projects(None, None, 2)
         if len(projects) != 1:
-            raise InvalidRequest(f"projectId is required: {'several projects' if projects else 'no project'} exist here")
+            raise InvalidRequest(
+                f"projectId is required: {'several projects' if projects else 'no project'} exist here"
+            )
         project_id = projects[0].id
     return neon.branch(project_id, args.get("branchId") or None)
 

@@ -66,8 +66,15 @@ async def outputs(client: Client, project: Proj) -> dict[str, str]:
     async def record(label: str, tool: str, **args: Any) -> None:
         said[label] = text(await call(client, tool, **args))
 
-    for tool in ("describe_project", "get_database_tables", "list_branch_computes", "get_connection_string",
-                 "list_slow_queries", "list_log_fields", "get_neon_auth_config"):
+    for tool in (
+        "describe_project",
+        "get_database_tables",
+        "list_branch_computes",
+        "get_connection_string",
+        "list_slow_queries",
+        "list_log_fields",
+        "get_neon_auth_config",
+    ):
         await record(tool, tool)
     await record("describe_branch", "describe_branch", branchId=project.main)
     await record("describe_table_schema", "describe_table_schema", tableName="posts")
@@ -78,7 +85,9 @@ async def outputs(client: Client, project: Proj) -> dict[str, str]:
     return said
 
 
-async def test_a_pinned_session_never_names_another_project(http_server: HttpServer, project: Proj, other: Other, neon: Neon) -> None:
+async def test_a_pinned_session_never_names_another_project(
+    http_server: HttpServer, project: Proj, other: Other, neon: Neon
+) -> None:
     pinned = dataclasses.replace(http_server, mcp_url=f"{http_server.mcp_url}?{urlencode({'projectId': project.id})}")
     async with http_client(pinned) as client:
         said = await outputs(client, project)
@@ -93,11 +102,15 @@ async def test_a_pinned_session_never_names_another_project(http_server: HttpSer
     assert listed == own  # the project's own databases, all of them, and nothing else
     tree = said["db_tree"]
     assert all(name in tree for name in own) and "postgres (DATABASE)" not in tree
-    assert [r["rolname"] for r in json.loads(said["SELECT rolname FROM pg_roles"])].count(neon.project(project.id).role_name) == 1
+    assert [r["rolname"] for r in json.loads(said["SELECT rolname FROM pg_roles"])].count(
+        neon.project(project.id).role_name
+    ) == 1
 
 
 async def test_the_other_project_still_sees_its_own(http_server: HttpServer, other: Other, neon: Neon) -> None:
     """The filter is per role, not a blanket hide: the other project's session lists its databases."""
     async with http_client(http_server) as client:
-        rows = json.loads(text(await call(client, "run_sql", projectId=other.project.id, sql="SELECT datname FROM pg_database")))
+        rows = json.loads(
+            text(await call(client, "run_sql", projectId=other.project.id, sql="SELECT datname FROM pg_database"))
+        )
     assert {r["datname"] for r in rows} == {d.pg_name for d in neon.catalog.project_databases(other.project.id)}

@@ -100,11 +100,19 @@ async def test_neon_auth_provision_configure_read(http_server: HttpServer, proje
     async with http_client(http_server) as client:
         assert "not provisioned" in err(await call(client, "get_neon_auth_config", projectId=project.id))
         assert "not provisioned" in err(
-            await call(client, "configure_neon_auth", projectId=project.id, operation="set_allow_localhost", allow_localhost=False)
+            await call(
+                client,
+                "configure_neon_auth",
+                projectId=project.id,
+                operation="set_allow_localhost",
+                allow_localhost=False,
+            )
         )
         first = ok(await call(client, "provision_neon_auth", projectId=project.id))
         assert "Provisioned Neon Auth" in first and ".invalid" in first
-        tables = main_rows(neon, project.id, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'neon_auth'")
+        tables = main_rows(
+            neon, project.id, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'neon_auth'"
+        )
         assert {r[0] for r in tables} == {"user", "session", "account", "verification"}
         again = ok(await call(client, "provision_neon_auth", projectId=project.id, branchId=project.main))
         assert "already provisioned" in again
@@ -135,14 +143,28 @@ async def test_neon_auth_provision_configure_read(http_server: HttpServer, proje
         )
         refused = {
             "trusted_origin": await call(
-                client, "configure_neon_auth", projectId=project.id, operation="add_trusted_origin", trusted_origin="http://app.example.com"
+                client,
+                "configure_neon_auth",
+                projectId=project.id,
+                operation="add_trusted_origin",
+                trusted_origin="http://app.example.com",
             ),
             "https://*": await call(
-                client, "configure_neon_auth", projectId=project.id, operation="add_trusted_origin", trusted_origin="https://*"
+                client,
+                "configure_neon_auth",
+                projectId=project.id,
+                operation="add_trusted_origin",
+                trusted_origin="https://*",
             ),
-            "allow_localhost": await call(client, "configure_neon_auth", projectId=project.id, operation="set_allow_localhost"),
+            "allow_localhost": await call(
+                client, "configure_neon_auth", projectId=project.id, operation="set_allow_localhost"
+            ),
             "email_password": await call(
-                client, "configure_neon_auth", projectId=project.id, operation="update_auth_methods", methods={"email_password": {}}
+                client,
+                "configure_neon_auth",
+                projectId=project.id,
+                operation="update_auth_methods",
+                methods={"email_password": {}},
             ),
             "client_secret": await call(
                 client,
@@ -153,7 +175,11 @@ async def test_neon_auth_provision_configure_read(http_server: HttpServer, proje
                 oauth_provider_config={"client_id": "only-id"},
             ),
             "not configured": await call(
-                client, "configure_neon_auth", projectId=project.id, operation="remove_oauth_provider", oauth_provider="github"
+                client,
+                "configure_neon_auth",
+                projectId=project.id,
+                operation="remove_oauth_provider",
+                oauth_provider="github",
             ),
             "sends no email": await call(
                 client,
@@ -181,7 +207,12 @@ async def test_neon_auth_provision_configure_read(http_server: HttpServer, proje
     assert config["auth_methods"]["email_password"]["enabled"] is True
     providers = {p["id"]: p for p in config["oauth_providers"]}
     assert set(providers) == {"google", "microsoft"}
-    assert providers["microsoft"] == {"id": "microsoft", "type": "standard", "client_id": "app-id", "client_secret": "***redacted***"}
+    assert providers["microsoft"] == {
+        "id": "microsoft",
+        "type": "standard",
+        "client_id": "app-id",
+        "client_secret": "***redacted***",
+    }
     assert providers["google"]["client_secret"] is None
     assert config["email_provider"]["password"] == "***redacted***"
     assert config["branch_name"] == "main" and config["db_name"] == "neondb"
@@ -214,17 +245,25 @@ async def test_neon_auth_rest_routes(http_server: HttpServer, project: Proj, neo
     assert got.json()["jwks_url"] in config
 
 
-async def test_data_api_is_an_honest_error_that_changes_nothing(http_server: HttpServer, project: Proj, neon: Neon) -> None:
+async def test_data_api_is_an_honest_error_that_changes_nothing(
+    http_server: HttpServer, project: Proj, neon: Neon
+) -> None:
     async with http_client(http_server) as client:
         asked = err(await call(client, "provision_neon_data_api", projectId=project.id))
         assert "no Data API" in asked and "nothing was changed" in asked and "not provisioned" in asked
         first = err(
             await call(
-                client, "provision_neon_data_api", projectId=project.id, authProvider="neon_auth", provisionNeonAuthFirst=True
+                client,
+                "provision_neon_data_api",
+                projectId=project.id,
+                authProvider="neon_auth",
+                provisionNeonAuthFirst=True,
             )
         )
         assert "nothing was changed" in first
-        assert "jwksUrl" in err(await call(client, "provision_neon_data_api", projectId=project.id, authProvider="external"))
+        assert "jwksUrl" in err(
+            await call(client, "provision_neon_data_api", projectId=project.id, authProvider="external")
+        )
         assert "'nope'" in err(await call(client, "provision_neon_data_api", projectId=project.id, databaseName="nope"))
     assert neon.catalog.get_neon_auth(project.id, project.main) is None
     assert main_rows(neon, project.id, "SELECT to_regnamespace('neon_auth')") == [(None,)]
@@ -232,7 +271,11 @@ async def test_data_api_is_an_honest_error_that_changes_nothing(http_server: Htt
 
 async def test_log_tools_say_there_is_no_log_pipeline(http_server: HttpServer, project: Proj) -> None:
     async with http_client(http_server) as client:
-        for tool, extra in (("query_logs", {"since": "30m"}), ("list_log_fields", {}), ("list_log_field_values", {"field": "service_name"})):
+        for tool, extra in (
+            ("query_logs", {"since": "30m"}),
+            ("list_log_fields", {}),
+            ("list_log_field_values", {"field": "service_name"}),
+        ):
             message = err(await call(client, tool, projectId=project.id, **extra))
             assert "no log pipeline" in message and project.main in message, tool
         assert "since" in err(await call(client, "query_logs", projectId=project.id, since="an hour"))
@@ -245,24 +288,34 @@ async def test_log_tools_say_there_is_no_log_pipeline(http_server: HttpServer, p
         assert project.main in err(await call(pinned, "list_log_fields"))
 
 
+HAS_EXTENSION = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements') AS extension_exists"
+STATEMENTS = (
+    "SELECT query, calls, mean_exec_time, wal_bytes FROM pg_stat_statements ORDER BY mean_exec_time DESC LIMIT 100"
+)
+
+
 async def test_pg_stat_statements_as_neons_list_slow_queries_reads_it(http_server: HttpServer, project: Proj) -> None:
     """Neon's tool checks pg_extension, then reads pg_stat_statements as the project role, unqualified."""
     async with http_client(http_server) as client:
-        installed = json.loads(
-            ok(await call(client, "run_sql", projectId=project.id, sql="SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements') AS extension_exists"))
+
+        async def rows(sql: str, branch: str | None = None) -> list[dict[str, Any]]:
+            where = {"branchId": branch} if branch else {}
+            found: list[dict[str, Any]] = json.loads(
+                ok(await call(client, "run_sql", projectId=project.id, sql=sql, **where))
+            )
+            return found
+
+        assert await rows(HAS_EXTENSION) == [{"extension_exists": True}]
+        await rows("SELECT count(*) AS stat_marker FROM posts")
+        on_main = await rows(STATEMENTS)
+        assert any("stat_marker" in r["query"] for r in on_main)
+        assert all(r["query"] != "<insufficient privilege>" for r in on_main)
+        ok(await call(client, "create_branch", projectId=project.id, branchName="stats-child"))
+        assert await rows(HAS_EXTENSION, "stats-child") == [{"extension_exists": True}]
+        await rows("SELECT count(*) AS child_marker FROM posts", "stats-child")
+        on_child = [r["query"] for r in await rows(STATEMENTS, "stats-child")]
+        assert any("child_marker" in q for q in on_child) and not any("stat_marker" in q for q in on_child)
+        slow = json.loads(
+            ok(await call(client, "list_slow_queries", projectId=project.id, minExecutionTime=0, limit=100))
         )
-        assert installed == [{"extension_exists": True}]
-        ok(await call(client, "run_sql", projectId=project.id, sql="SELECT count(*) AS stat_marker FROM posts"))
-        rows = json.loads(
-            ok(await call(client, "run_sql", projectId=project.id, sql="SELECT query, calls, mean_exec_time, wal_bytes FROM pg_stat_statements ORDER BY mean_exec_time DESC LIMIT 50"))
-        )
-        assert any("stat_marker" in r["query"] for r in rows)
-        assert all(r["query"] != "<insufficient privilege>" for r in rows)
-        branch = ok(await call(client, "create_branch", projectId=project.id, branchName="stats-child"))
-        assert "stats-child" in branch
-        on_child = json.loads(
-            ok(await call(client, "run_sql", projectId=project.id, branchId="stats-child", sql="SELECT count(*) AS n FROM pg_stat_statements"))
-        )
-        assert on_child[0]["n"] >= 0
-        slow = json.loads(ok(await call(client, "list_slow_queries", projectId=project.id, minExecutionTime=0, limit=100)))
         assert any("stat_marker" in q["query"] for q in slow["slow_queries"])
