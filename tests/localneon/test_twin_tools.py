@@ -181,6 +181,13 @@ async def test_neon_auth_provision_configure_read(http_server: HttpServer, proje
                 operation="remove_oauth_provider",
                 oauth_provider="github",
             ),
+            "is a required property": await call(
+                client,
+                "configure_neon_auth",
+                projectId=project.id,
+                operation="update_email_provider",
+                email_provider={"type": "standard", "host": "h", "port": 25, "username": "u", "password": secret},
+            ),
             "sends no email": await call(
                 client,
                 "configure_neon_auth",
