@@ -7,7 +7,8 @@ project's databases and roles (Neon's ``describe_branch`` lists
 system catalogs, so each project database gets a hidden schema ``pg_localneon`` (the ``pg_``
 prefix keeps it out of ``pg_dump`` and of every schema listing) holding filtered views of the same
 names, and the project role's ``search_path`` puts it before ``pg_catalog``: an unqualified
-``pg_database`` shows the project's own databases, and the unfiltered catalogs are closed to it
+``pg_database`` shows the branch database connected to (as a Neon branch's server would show its
+own), ``pg_roles`` the project's role, and the unfiltered catalogs are closed to it
 (a qualified ``pg_catalog.pg_database`` is refused, not leaked).
 
 ``pg_stat_statements`` is installed the same way: the extension in ``pg_localneon_stats`` (off the
@@ -32,15 +33,19 @@ STATS_SCHEMA = "pg_localneon_stats"
 # Unqualified names resolve here first; new objects still go to "public" (the first schema there).
 SEARCH_PATH = f'"$user", public, {SCHEMA}, pg_catalog'
 
-_OWN_DATABASES = "SELECT oid FROM pg_catalog.pg_database WHERE pg_catalog.pg_has_role(datdba, 'MEMBER')"
+# The current database, if the caller's role owns it. On Neon a branch is its own server, whose
+# pg_database lists that branch's databases only; here every branch database is a database of one
+# cluster, so the view keeps just the one connected to (a branch has one database here).
+_OWN_DATABASE = "datname = pg_catalog.current_database() AND pg_catalog.pg_has_role(datdba, 'MEMBER')"
 # The cluster-wide catalogs and statistics views that name databases or roles, each filtered to the
-# caller's own (its project's databases are the ones its role owns).
+# caller's own.
 _VIEWS = {
-    "pg_database": "SELECT * FROM pg_catalog.pg_database WHERE pg_catalog.pg_has_role(datdba, 'MEMBER')",
+    "pg_database": f"SELECT * FROM pg_catalog.pg_database WHERE {_OWN_DATABASE}",
     "pg_roles": "SELECT * FROM pg_catalog.pg_roles WHERE pg_catalog.pg_has_role(oid, 'MEMBER')",
     "pg_user": "SELECT * FROM pg_catalog.pg_user WHERE pg_catalog.pg_has_role(usesysid, 'MEMBER')",
     "pg_stat_activity": "SELECT * FROM pg_catalog.pg_stat_activity WHERE pg_catalog.pg_has_role(usesysid, 'MEMBER')",
-    "pg_stat_database": f"SELECT * FROM pg_catalog.pg_stat_database WHERE datid IN ({_OWN_DATABASES})",
+    "pg_stat_database": f"SELECT * FROM pg_catalog.pg_stat_database WHERE datid IN "
+    f"(SELECT oid FROM pg_catalog.pg_database WHERE {_OWN_DATABASE})",
 }
 # This database's statements run by the caller's own roles (the superuser's upkeep is left out).
 _STATS_VIEW = (

@@ -97,20 +97,20 @@ async def test_a_pinned_session_never_names_another_project(
     leaks = {label: sorted(n for n in other.names if n in body) for label, body in said.items()}
     assert {label: found for label, found in leaks.items() if found} == {}
     assert "permission denied" in err(qualified) and "permission denied" in err(roles)
-    own = {d.pg_name for d in neon.catalog.project_databases(project.id)}
-    listed = {row["datname"] for row in json.loads(said["SELECT datname FROM pg_database"])}
-    assert listed == own  # the project's own databases, all of them, and nothing else
+    own = neon.target(project.id).database.pg_name
+    listed = [row["datname"] for row in json.loads(said["SELECT datname FROM pg_database"])]
+    assert listed == [own]  # the branch database itself, as a Neon branch's own server lists it
     tree = said["db_tree"]
-    assert all(name in tree for name in own) and "postgres (DATABASE)" not in tree
+    assert f"{own} (DATABASE)" in tree and "postgres (DATABASE)" not in tree
     assert [r["rolname"] for r in json.loads(said["SELECT rolname FROM pg_roles"])].count(
         neon.project(project.id).role_name
     ) == 1
 
 
 async def test_the_other_project_still_sees_its_own(http_server: HttpServer, other: Other, neon: Neon) -> None:
-    """The filter is per role, not a blanket hide: the other project's session lists its databases."""
+    """The filter follows the connection, not a blanket hide: each branch lists its own database."""
     async with http_client(http_server) as client:
-        rows = json.loads(
-            text(await call(client, "run_sql", projectId=other.project.id, sql="SELECT datname FROM pg_database"))
-        )
-    assert {r["datname"] for r in rows} == {d.pg_name for d in neon.catalog.project_databases(other.project.id)}
+        for branch in ("main", "other-child"):
+            sql = "SELECT datname FROM pg_database"
+            rows = json.loads(text(await call(client, "run_sql", projectId=other.project.id, branchId=branch, sql=sql)))
+            assert [r["datname"] for r in rows] == [neon.target(other.project.id, branch).database.pg_name]
