@@ -4,11 +4,14 @@ What Neon's ``@neon/sdk`` calls (``neon.auth.get`` / ``neon.auth.create``) and N
 Neon Auth tools start from: ``GET`` answers ``NeonAuthIntegration`` (404 when the branch has none),
 ``POST`` takes ``EnableNeonAuthIntegrationRequest`` (``auth_provider``, optional ``database_name``)
 and answers 201 ``NeonAuthCreateIntegrationResponse``, or 409 when the branch already has one.
+``GET .../auth/{domains,allow_localhost,email_and_password,oauth_providers,email_provider}`` answer
+the settings the way Neon splits them (secrets redacted); changing them is the MCP tool's job.
 The state is the catalog's, shared with the MCP tools (``localneon.neon_auth``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
     from localneon.api import Api
 
 PATH = "/projects/{project_id}/branches/{branch_id}/auth"
+# Read-only views of the settings, as Neon's get_neon_auth_config reads them (one call each).
+SETTINGS_PARTS = ("domains", "allow_localhost", "email_and_password", "oauth_providers", "email_provider")
 
 
 def auth_routes(api: Api) -> list[Route]:
@@ -58,7 +63,21 @@ def auth_routes(api: Api) -> list[Route]:
 
         return await api._run(work)
 
+    def settings_view(part: str) -> Callable[[Request], Awaitable[Response]]:
+        async def get_part(request: Request) -> Response:
+            def work() -> Response:
+                branch = api._branch(request)
+                _, found = neon_auth.find(api.neon, branch.project_id, branch.id)
+                if found is None:
+                    raise NotFound(f"Neon Auth is not enabled for branch {branch.id}")
+                return JSONResponse(neon_auth.rest_views(found.settings)[part])
+
+            return await api._run(work)
+
+        return get_part
+
     return [
         Route(PATH, get_auth, methods=["GET"]),
         Route(PATH, create_auth, methods=["POST"]),
+        *(Route(f"{PATH}/{part}", settings_view(part), methods=["GET"]) for part in SETTINGS_PARTS),
     ]

@@ -355,3 +355,38 @@ def _oauth(new: dict[str, Any], args: dict[str, Any], op: str) -> tuple[dict[str
     if current["client_id"] and current["secret_set"]:
         current["type"] = "standard"
     return new, f"Updated OAuth provider {provider_id}: " + ", ".join(sorted(config)) + "."
+
+
+def rest_views(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings as Neon's REST API splits them (``.../auth/<slice>``), secrets redacted.
+
+    Keys are the path suffixes; values the bodies: ``NeonAuthRedirectUriWhitelistResponse``,
+    ``NeonAuthAllowLocalhostResponse``, ``NeonAuthEmailAndPasswordConfig``,
+    ``ListNeonAuthOauthProvidersResponse`` and ``NeonAuthEmailServerConfig``."""
+    email = settings["email_password"]
+    providers = []
+    for p in settings["oauth_providers"]:
+        entry = {"id": p["id"], "type": p["type"]}
+        if p.get("client_id"):
+            entry["client_id"] = p["client_id"]
+        if p.get("secret_set"):
+            entry["client_secret"] = REDACTED
+        providers.append(entry)
+    server = {k: v for k, v in settings["email_provider"].items() if v is not None and k != "password_set"}
+    if server.get("type") == "standard":
+        server["password"] = REDACTED if settings["email_provider"].get("password_set") else ""
+    return {
+        "domains": {"domains": [{"domain": o, "auth_provider": PROVIDER} for o in settings["trusted_origins"]]},
+        "allow_localhost": {"allow_localhost": settings["allow_localhost"]},
+        "email_and_password": {
+            "enabled": email["enabled"],
+            "email_verification_method": email["email_verification_method"],
+            "require_email_verification": email["require_email_verification"],
+            "auto_sign_in_after_verification": email["auto_sign_in_after_verification"],
+            "send_verification_email_on_sign_up": email["verify_email_on_sign_up"],
+            "send_verification_email_on_sign_in": email["verify_email_on_sign_in"],
+            "disable_sign_up": not email["allow_sign_up"],
+        },
+        "oauth_providers": {"providers": providers},
+        "email_provider": server,
+    }

@@ -247,9 +247,39 @@ async def test_neon_auth_rest_routes(http_server: HttpServer, project: Proj, neo
         assert got.status_code == 200 and openapi_errors("NeonAuthIntegration", got.json()) == []
         assert got.json()["branch_id"] == project.main and got.json()["db_name"] == "neondb"
         assert api.get(f"/projects/{project.id}/branches/br-not-here/auth").status_code == 404
+    with http_server.api() as api:
+        fresh = {part: api.get(f"{path}/{part}").json() for part in ("email_provider", "email_and_password")}
+    assert openapi_errors("NeonAuthEmailServerConfig", fresh["email_provider"]) == []
+    assert fresh["email_and_password"]["disable_sign_up"] is False
+    secret = "rest-view-secret"
     async with http_client(http_server) as client:
         config = ok(await call(client, "get_neon_auth_config", projectId=project.id))
+        for args in (
+            {"operation": "add_trusted_origin", "trusted_origin": "https://rest.example.com"},
+            {"operation": "set_allow_localhost", "allow_localhost": False},
+            {"operation": "update_auth_methods", "methods": {"email_password": {"allow_sign_up": False}}},
+            {
+                "operation": "add_oauth_provider",
+                "oauth_provider": "microsoft",
+                "oauth_provider_config": {"client_id": "id", "client_secret": secret},
+            },
+        ):
+            ok(await call(client, "configure_neon_auth", projectId=project.id, **args))
     assert got.json()["jwks_url"] in config
+    with http_server.api() as api:
+        views = {
+            part: api.get(f"{path}/{part}")
+            for part in ("domains", "allow_localhost", "email_and_password", "oauth_providers")
+        }
+        assert api.get(f"/projects/{project.id}/branches/br-not-here/auth/domains").status_code == 404
+    assert all(r.status_code == 200 and secret not in r.text for r in views.values())
+    assert openapi_errors("NeonAuthRedirectURIWhitelistResponse", views["domains"].json()) == []
+    assert [d["domain"] for d in views["domains"].json()["domains"]] == ["https://rest.example.com"]
+    assert views["allow_localhost"].json() == {"allow_localhost": False}
+    assert views["email_and_password"].json()["disable_sign_up"] is True
+    assert openapi_errors("ListNeonAuthOauthProvidersResponse", views["oauth_providers"].json()) == []
+    microsoft = next(p for p in views["oauth_providers"].json()["providers"] if p["id"] == "microsoft")
+    assert microsoft == {"id": "microsoft", "type": "standard", "client_id": "id", "client_secret": "***redacted***"}
 
 
 async def test_data_api_is_an_honest_error_that_changes_nothing(
