@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from localneon import ids
+from localneon import ids, sql
 from localneon.branching import Neon, Target
 from localneon.catalog import iso
 from localneon.errors import InvalidRequest, NotFound
@@ -187,8 +187,6 @@ def provision(
     if existing is not None:
         return _integration(existing), False
     target = neon.target(project_id, branch.id, database)
-    from localneon import sql
-
     sql.run(neon.role_conninfo(target), _TABLES)
     created = neon.catalog.insert_neon_auth(
         project_id, branch.id, target.database.name, PROVIDER, ids.random_alnum(12), default_settings()
