@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from localneon.api_auth import auth_routes
 from localneon.api_json import (
     EPOCH,
     PG_VERSION,
@@ -112,6 +113,7 @@ class Api:
             Route(p + "/operations", self.list_operations, methods=["GET"]),
             Route(p + "/operations/{operation_id}", self.get_operation, methods=["GET"]),
             Route("/users/me/organizations", self.organizations, methods=["GET"]),
+            *auth_routes(self),
         ]
 
     async def _run(self, fn: Callable[[], Response]) -> Response:
