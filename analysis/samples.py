@@ -1,14 +1,14 @@
-"""The README's sample output, generated from one real run so that it cannot drift from the code.
+"""The documentation's sample output, generated from one real run so that it cannot drift from the code.
 
 One small offline run of the real `braintrust eval` CLI (the three control agents, one trial of a
 few bundled cases per scenario, two decoys offered) yields three samples: the reporter's table
 for one experiment, the paired comparison of the careful and the unsafe agent, and the
-negative-control matrix (a Markdown table). Each lives in README.md between `<!-- sample:NAME -->`
-and `<!-- /sample:NAME -->`; `tests/evals/test_score_matrix.py` regenerates them from its own run and
-fails when the README differs.
+negative-control matrix (a Markdown table). Each lives between `<!-- sample:NAME -->` and
+`<!-- /sample:NAME -->` in README.md or a page of docs/ (a sample may appear in several);
+`tests/evals/test_score_matrix.py` regenerates them from its own run and fails when a page differs.
 
-    python -m analysis.samples            # run, then rewrite the samples in README.md
-    python -m analysis.samples --check    # run, then exit 1 if README.md differs
+    python -m analysis.samples            # run, then rewrite the samples in README.md and docs/
+    python -m analysis.samples --check    # run, then exit 1 if any of them differs
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from harness.recording.store import load_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"
+DOCS = REPO_ROOT / "docs"
 AGENTS = ("control:oracle", "control:unsafe", "control:sloppy")
 # A few bundled cases of every scenario kind (see analysis.controls.scenario_kind).
 CASE_IDS = (
@@ -123,7 +124,7 @@ def summary_block(stdout: str, experiment: str = SUMMARY_EXPERIMENT) -> str:
 
 
 def build_blocks(stdout: str, run_dir: Path, dataset: Path) -> dict[str, str]:
-    """Every README sample, from the run's printed output and its stored records."""
+    """Every documentation sample, from the run's printed output and its stored records."""
     _, records = load_run(run_dir)
     cases = {case.id: case for case in load_cases(dataset)}
     by_model = {model: [r for r in records if r.config.model == model] for model in AGENTS}
@@ -135,39 +136,62 @@ def build_blocks(stdout: str, run_dir: Path, dataset: Path) -> dict[str, str]:
     }
 
 
-def readme_blocks(text: str) -> dict[str, str]:
-    return {match["name"]: match["body"] for match in _BLOCK.finditer(text)}
+def _shown(page: Path) -> str:
+    return str(page.relative_to(REPO_ROOT)) if page.is_relative_to(REPO_ROOT) else str(page)
+
+
+def documents() -> list[Path]:
+    """Every page that may hold samples: README.md and the pages of docs/."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def stale_samples(blocks: dict[str, str], pages: list[Path] | None = None) -> list[str]:
+    """`page: sample` for every sample that differs from `blocks`, and every sample no page holds."""
+    stale: list[str] = []
+    held: set[str] = set()
+    for page in documents() if pages is None else pages:
+        for match in _BLOCK.finditer(page.read_text(encoding="utf-8")):
+            held.add(match["name"])
+            if match["name"] in blocks and match["body"] != blocks[match["name"]]:
+                stale.append(f"{_shown(page)}: {match['name']}")
+    stale += [f"no page holds a <!-- sample:{name} --> block" for name in sorted(set(blocks) - held)]
+    return stale
 
 
 def replace_blocks(text: str, blocks: dict[str, str]) -> str:
-    missing = sorted(set(blocks) - set(readme_blocks(text)))
-    if missing:
-        raise SampleError(f"README has no <!-- sample:NAME --> block for: {', '.join(missing)}")
     return _BLOCK.sub(lambda m: m[1] + blocks.get(m["name"], m["body"]) + m[4], text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.samples", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only check README.md; exit 1 when it differs")
+    parser.add_argument("--check", action="store_true", help="only check README.md and docs/; exit 1 when a sample differs")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="samples-") as folder:
         try:
             stdout, run_dir, dataset = run_sample_eval(Path(folder))
             blocks = build_blocks(stdout, run_dir, dataset)
-            text = README.read_text(encoding="utf-8")
-            updated = replace_blocks(text, blocks)
         except SampleError as error:
             print(f"samples: error: {error}", file=sys.stderr)
             return 2
+    stale = stale_samples(blocks)
     if args.check:
-        stale = sorted(name for name, body in blocks.items() if readme_blocks(text).get(name) != body)
         if stale:
-            print(f"samples: README.md is out of date: {', '.join(stale)} (run python -m analysis.samples)")
+            print(f"samples: out of date: {'; '.join(stale)} (run python -m analysis.samples)")
             return 1
-        print("samples: README.md is up to date")
+        print("samples: README.md and docs/ are up to date")
         return 0
-    README.write_text(updated, encoding="utf-8")
-    print(f"samples: wrote {', '.join(sorted(blocks))} into {README}")
+    unheld = [line for line in stale if line.startswith("no page")]
+    if unheld:
+        print(f"samples: error: {'; '.join(unheld)}", file=sys.stderr)
+        return 2
+    written = []
+    for page in documents():
+        text = page.read_text(encoding="utf-8")
+        updated = replace_blocks(text, blocks)
+        if updated != text:
+            page.write_text(updated, encoding="utf-8")
+            written.append(_shown(page))
+    print(f"samples: {', '.join(sorted(blocks))} up to date; rewrote {', '.join(written) or 'nothing'}")
     return 0
 
 

@@ -1,10 +1,10 @@
-"""Every deterministic score has a negative control, and the README's samples are real output.
+"""Every deterministic score has a negative control, and the documentation's samples are real output.
 
 One real offline `braintrust eval` run (three control agents, one trial of a few cases per scenario,
 two decoys offered) feeds both: the negative-control matrix (score x scenario x agent) must show
 the careful agent passing everything and, for every score where it applies, a careless agent
-failing it on every trial; and the samples `python -m analysis.samples` writes into README.md
-must equal what this run produces.
+failing it on every trial; and the samples `python -m analysis.samples` writes into README.md and
+docs/ must equal what this run produces.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from analysis.controls import Cell, Matrix, build_matrix, render_matrix, separation_problems
 from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run
-from analysis.samples import AGENTS, README, build_blocks, readme_blocks, run_sample_eval
+from analysis.samples import AGENTS, build_blocks, run_sample_eval, stale_samples
 from harness.cases import load_cases
 from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
@@ -74,12 +74,10 @@ def test_each_careless_behaviour_is_caught_by_the_score_it_targets(sample: Sampl
             assert trial.scores["temporary_branch_cleanup"].metadata["branches_left"] == ["backup-before-change"]
 
 
-def test_the_readme_samples_are_this_runs_output(sample: SampleRun) -> None:
+def test_the_documentation_samples_are_this_runs_output(sample: SampleRun) -> None:
     generated = build_blocks(sample.stdout, sample.run_dir, sample.dataset)
     assert set(generated) == {"summary", "compare", "matrix"}
-    in_readme = readme_blocks(README.read_text(encoding="utf-8"))
-    for name, body in generated.items():
-        assert in_readme.get(name) == body, f"README sample '{name}' is stale: run python -m analysis.samples"
+    assert stale_samples(generated) == [], "stale samples: run python -m analysis.samples"
 
 
 def test_a_score_no_careless_agent_fails_is_reported() -> None:
