@@ -164,7 +164,7 @@ def replace_blocks(text: str, blocks: dict[str, str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.samples", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only check README.md and docs/; exit 1 when a sample differs")
+    parser.add_argument("--check", action="store_true", help="only check the samples; exit 1 when one differs")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="samples-") as folder:
         try:

@@ -235,7 +235,8 @@ def check_command(words: list[str], documented: set[str]) -> list[str]:
             problems.append(f"{word}: no such file")
     if program == "make":
         targets = [word for word in arguments if not word.startswith("-") and "=" not in word]
-        problems += [f"make {target}: no such target in the Makefile" for target in targets if target not in make_targets()]
+        known = make_targets()
+        problems += [f"make {target}: no such target in the Makefile" for target in targets if target not in known]
         problems += [
             f"make variable {word.partition('=')[0]} is not in docs/configuration.md"
             for word in arguments
@@ -307,7 +308,9 @@ def test_a_command_that_names_nothing_real_is_reported() -> None:
     documented = {"EVAL_MODEL"}
     assert check_command(["make", "eval"], documented) == []
     assert check_command(["make", "evaluate"], documented) == ["make evaluate: no such target in the Makefile"]
-    assert check_command(["EVAL_MODELS=x", "make", "eval"], documented) == ["EVAL_MODELS is not in docs/configuration.md"]
+    assert check_command(["EVAL_MODELS=x", "make", "eval"], documented) == [
+        "EVAL_MODELS is not in docs/configuration.md"
+    ]
     assert check_command([".venv/bin/python", "-m", "analysis.reports", "RUN"], documented) == [
         "python -m analysis.reports: no such module"
     ]
@@ -404,9 +407,13 @@ class EnvReads(ast.NodeVisitor):
             return node.args[1]
         if isinstance(node, ast.Subscript) and _is_env(node.value):
             return node.slice
-        if isinstance(node, ast.Compare) and len(node.comparators) == 1 and _is_env(node.comparators[0]):
-            if isinstance(node.ops[0], ast.In | ast.NotIn):
-                return node.left
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.comparators) == 1
+            and _is_env(node.comparators[0])
+            and isinstance(node.ops[0], ast.In | ast.NotIn)
+        ):
+            return node.left
         return None
 
     def _names(self, node: ast.expr) -> list[str]:
@@ -516,7 +523,7 @@ def configuration_variables() -> set[str]:
 
 
 def test_the_scanner_finds_every_way_the_code_reads_a_variable() -> None:
-    source = '''
+    source = """
 import os
 SWITCH = "EVAL_SWITCH"
 def _positive(name, default):
@@ -531,7 +538,7 @@ def read(env):
     env.setdefault("NOT_READ_SET", "1")
     return EnvVar("K_ENVVAR"), "NOT_READ", {"L_KEY": 1}.get("L_KEY")
 PASSED = ("M_PASSED", "N_PASSED")
-'''
+"""
     found = EnvReads(ast.parse(source)).found
     assert sorted(found) == [
         "A_GET",
