@@ -1,4 +1,4 @@
-"""`python -m harness.pool setup [--apply]`: create or check the Neon pool projects (see README, "Neon cloud")."""
+"""`python -m harness.pool setup [--apply]`: create or check the Neon pool projects (docs/servers.md#neon-cloud)."""
 
 from __future__ import annotations
 
