@@ -230,9 +230,7 @@ def _require_passwords_over_tcp(pgdata: Path) -> bool:
     """``host`` lines of pg_hba.conf ask for scram-sha-256 instead of trust; True when the file changed."""
     hba = pgdata / "pg_hba.conf"
     lines = hba.read_text().splitlines()
-    changed = [
-        re.sub(r"\btrust\s*$", "scram-sha-256", line) if line.startswith("host") else line for line in lines
-    ]
+    changed = [re.sub(r"\btrust\s*$", "scram-sha-256", line) if line.startswith("host") else line for line in lines]
     if changed == lines:
         return False
     hba.write_text("\n".join(changed) + "\n")
