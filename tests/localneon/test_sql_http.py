@@ -59,7 +59,9 @@ def test_isolation_level_is_applied(post: Any) -> None:
         ({"query": "SELECT $1", "params": "x"}, {}, '"params"'),
     ],
 )
-def test_bad_requests_name_what_is_wrong(post: Any, body: dict[str, Any], headers: dict[str, str], expected: str) -> None:
+def test_bad_requests_name_what_is_wrong(
+    post: Any, body: dict[str, Any], headers: dict[str, str], expected: str
+) -> None:
     response = post(body, **headers)
     assert response.status_code == 400 and expected in response.json()["message"], response.text
 
