@@ -69,6 +69,10 @@ def test_bad_requests_name_what_is_wrong(
 def test_postgres_errors_keep_their_fields(post: Any) -> None:
     wrong_count = post({"query": "SELECT $1::int, $2::int", "params": ["1"]}).json()
     assert wrong_count["code"] == "08P01" and "requires 2" in wrong_count["message"]
+    several = post({"query": "SELECT 1; SELECT 2"}).json()
+    assert several["code"] == "42601" and "multiple commands" in several["message"]
+    copy = post({"query": "COPY posts TO STDOUT"})
+    assert copy.status_code == 400 and "COPY is not available" in copy.json()["message"]
     missing = post({"query": "SELECT nope FROM posts"}).json()
     assert missing["code"] == "42703" and missing["position"] == "8" and missing["severity"] == "ERROR"
 
