@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import sys
+import traceback
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -286,5 +288,8 @@ def sql_endpoint(neon: Neon) -> Any:
             return JSONResponse(await run_in_threadpool(work))
         except SqlHttpError as exc:
             return JSONResponse(exc.body, status_code=400)
+        except Exception as exc:  # a bug or an unreachable catalog: the reason, not a bare 500 page
+            traceback.print_exc(file=sys.stderr)
+            return JSONResponse({"message": f"{type(exc).__name__}: {str(exc).strip()}"}, status_code=500)
 
     return handle
