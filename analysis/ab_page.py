@@ -22,7 +22,7 @@ from analysis.charts import Rate, paired_differences
 from analysis.pages import render_page
 from analysis.passing import trial_passed
 from harness.cases import DatasetError, load_cases
-from harness.store import load_run
+from harness.recording.store import load_run
 
 OVERALL = "all_scores"
 

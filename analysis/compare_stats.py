@@ -20,7 +20,7 @@ from analysis.runs import RunInputError
 from analysis.stats import ALPHA, Interval, mcnemar_exact, paired_bootstrap, pass_hat_k, trials_needed, wilson_interval
 from analysis.summary import OVERALL
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 BETTER, WORSE, SAME = "B better", "B worse", "no significant difference"
 

@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness.records import TrialRecord
-from harness.store import RUN_FILE, TRIALS_FILE, load_run
+from harness.recording.records import TrialRecord
+from harness.recording.store import RUN_FILE, TRIALS_FILE, load_run
 
 
 class MergeError(ValueError):

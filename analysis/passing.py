@@ -9,7 +9,7 @@ from __future__ import annotations
 from analysis.rescore import rescore
 from analysis.summary import OVERALL
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 
 def trial_passed(record: TrialRecord, case: Case) -> bool | None:

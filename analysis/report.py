@@ -32,7 +32,7 @@ from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run
 from analysis.runs import RunInputError, load_records, run_folder
 from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
 from harness.cases import DatasetError, load_cases
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 from scorers.registry import spec
 
 NAMES = [*DETERMINISTIC_NAMES, OVERALL]

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from analysis.charts import Rate, cost_vs_pass, decoy_curve, pass_rates
 from analysis.summary import OVERALL
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 
 class Judged(Protocol):

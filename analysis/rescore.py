@@ -15,7 +15,7 @@ from autoevals import Score
 from analysis.runs import RunInputError
 from analysis.summary import OVERALL, PASS_THRESHOLD
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 from scorers.registry import DETERMINISTIC, spec
 
 DETERMINISTIC_NAMES: tuple[str, ...] = tuple(item.name for item in DETERMINISTIC)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.records import TrialRecord
-from harness.store import TRIALS_FILE, load_run
+from harness.recording.records import TrialRecord
+from harness.recording.store import TRIALS_FILE, load_run
 
 
 class RunInputError(ValueError):

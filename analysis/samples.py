@@ -28,7 +28,7 @@ from analysis.compare_stats import compare
 from analysis.controls import build_matrix, render_matrix
 from analysis.rescore import score_run
 from harness.cases import BUNDLED_DATASET, load_cases
-from harness.store import load_run
+from harness.recording.store import load_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"

@@ -19,7 +19,7 @@ from types import FrameType
 
 from dotenv import load_dotenv
 
-from harness.providers.registry import model_key_variables
+from harness.models.providers.registry import model_key_variables
 from scorers.judge import judge_settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -36,7 +36,7 @@ from analysis.sequential import (
 )
 from harness.cases import Case
 from harness.config import ConfigError, Settings
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 ADAPTIVE = "adaptive"
 OnRecord = Callable[[Case, int, TrialRecord | None], None]
@@ -273,7 +273,7 @@ def define_rounds(
     from braintrust import Eval
 
     from evals._report import REPORTER
-    from evals._wiring import experiment_metadata, make_task, rows
+    from evals._task import experiment_metadata, make_task, rows
     from scorers.adapters import SCORERS
 
     def row_builder(case: Case, trial_index: int, number: int) -> EvalCase[str, str]:

@@ -24,7 +24,7 @@ from analysis.agreement import measure
 from analysis.calibrate import as_json, render
 from analysis.calibration_records import VerdictRecord, VerdictStore
 from harness.config import new_run_id
-from harness.store import git_commit
+from harness.recording.store import git_commit
 from scorers.factuality import classify, render_conversation
 from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_settings
 from scorers.judge_examples import JudgeExample, examples_path, load_examples

@@ -23,8 +23,8 @@ from braintrust.gitutil import get_repo_info
 from evals._shard import Shard
 from harness.cases import Case, dataset_hash
 from harness.config import Settings
-from harness.probe import model_tool_view_blocking
-from harness.store import git_commit
+from harness.mcp.probe import model_tool_view_blocking
+from harness.recording.store import git_commit
 from scorers.judge import judge_settings
 
 GIT_FIELDS = ["commit", "branch", "tag", "dirty", "commit_time"]  # never the diff, nor author emails

@@ -21,8 +21,8 @@ from evals import _gate
 from evals._gate import ExperimentReport, experiment_failures, parse_floors, run_failures
 from evals._scoring import judge_error
 from evals._uploads import lost_rows
-from harness import trial_registry
-from harness.records import Usage, cache_hit_ratio
+from harness.recording import trial_registry
+from harness.recording.records import Usage, cache_hit_ratio
 from scorers.judge import judge_totals
 
 __all__ = ["REPORTER", "check_floor_names", "parse_floors"]
@@ -115,7 +115,7 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
 
 
 def _lost_records() -> list[str]:
-    from harness import store
+    from harness.recording import store
 
     lost = getattr(store, "lost_records", None)
     return list(lost()) if callable(lost) else []

@@ -3,7 +3,7 @@
 Lean: the root span's metadata holds only what explains a score at a glance: the case, the
 outcome, the tools in order, the error. The scores' own metadata holds the failing checks and the
 diff; the full record stays in `results/` and, for the scorers of this process, in
-`harness.trial_registry`. The SDK also copies the trial's input, output, expected answer and
+`harness.recording.trial_registry`. The SDK also copies the trial's input, output, expected answer and
 metadata into the input of every score span; a span customizer (the SDK's export hook) replaces
 that copy with a reference to the trial, so each trial's content is sent once.
 
@@ -26,7 +26,7 @@ from typing import Any
 from braintrust import SpanCustomizer, SpanExportData, set_span_customizers
 from braintrust.span_customizer import _get_span_customizers
 
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 ERROR_CAP = 600  # characters of a trial's error kept in metadata
 FAILED_DIR_NAME = "braintrust-failed"

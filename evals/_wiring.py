@@ -10,30 +10,25 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from typing import Any
 
-from braintrust import Eval, EvalCase
+from braintrust import Eval
 
 from evals._adaptive import ab_arms, define_rounds, parse_trials
 from evals._experiments import base_experiment_id, repo_info, sending_logs
-from evals._experiments import experiment_metadata as _experiment_metadata
 from evals._guard import stops_the_run
 from evals._report import REPORTER, check_floor_names, parse_floors
 from evals._scoring import observed
-from evals._shard import Shard, parse_provider_budget, parse_shard, provider_slot, shard_pool
-from evals._uploads import install_lean_score_inputs, trial_metadata, watch_failed_uploads
-from harness import trial_registry
+from evals._shard import Shard, parse_provider_budget, parse_shard, shard_pool
+from evals._task import experiment_metadata, make_task, plan_rows
+from evals._uploads import install_lean_score_inputs, watch_failed_uploads
 from harness.cases import Case, Scenario, load_cases
-from harness.config import Settings
+from harness.mcp.toolview import DECOYS
 from harness.preflight import check_reference_sql
-from harness.records import TrialRecord
+from harness.run.shared import shared_settings
+from harness.run.signals import sigterm_like_sigint
 from harness.servers.neon.backend import check_cases
-from harness.shared import run_trial, shared_settings
-from harness.signals import sigterm_like_sigint
-from harness.toolview import DECOYS
 from scorers.adapters import SCORERS
 from scorers.judge import preflight
-from scorers.metrics import trial_metrics
 
 # The CLI logs at INFO; one line per HTTP request to the server under test drowns the summaries.
 for _noisy in ("httpx", "httpx2", "mcp"):
@@ -58,58 +53,6 @@ def trial_plan(cases: list[Case], trials: int, shard: Shard | None) -> list[tupl
     """Every (case, trial index) this process runs: all of them, or this shard's share."""
     pairs = [(case, index) for case in cases for index in range(case.trial_count or trials)]
     return shard.select(pairs) if shard else pairs
-
-
-_CASES: dict[str, Case] = {}  # the cases rows were made for: the task finds its case here by id
-
-
-def experiment_metadata(
-    eval_name: str, settings: Settings, cases: list[Case], trials: int, shard: Shard | None = None
-) -> dict[str, Any]:
-    return _experiment_metadata(eval_name, settings, cases, trials, shard)
-
-
-def plan_rows(plan: list[tuple[Case, int]]) -> list[EvalCase[str, str]]:
-    """One Braintrust row per (case, trial): lean metadata, the case itself stays in this process."""
-    made: list[EvalCase[str, str]] = []
-    for case, index in plan:
-        _CASES[case.id] = case
-        metadata = {"case_id": case.id, "scenario": case.scenario, "fixture": case.fixture, "trial_index": index}
-        made.append(
-            EvalCase(input=case.input, expected=case.expected_answer, metadata=metadata, tags=case.tags, trial_count=1)
-        )
-    return made
-
-
-def rows(cases: list[Case]) -> list[EvalCase[str, str]]:
-    """One row per case (trial 0); adaptive rounds set each row's trial index themselves."""
-    return plan_rows([(case, 0) for case in cases])
-
-
-def make_task(settings: Settings, on_record: Any = None, budget: dict[str, int] | None = None) -> Any:
-    """The Braintrust task: one trial of one case (the runner also keeps it in the results store).
-
-    Rows carry their trial index; `on_record(case, trial_index, record or None)` hears of every
-    finished trial (evals/_adaptive.py)."""
-
-    async def task(input: str, hooks: Any) -> str:
-        case = _CASES[hooks.metadata["case_id"]]
-        trial_index = int(hooks.metadata.get("trial_index", hooks.trial_index))
-        try:
-            async with provider_slot(settings.model, budget or {}):
-                record: TrialRecord = await run_trial(case, trial_index, settings)
-        except BaseException:
-            if on_record is not None:
-                on_record(case, trial_index, None)
-            raise
-        if on_record is not None:
-            on_record(case, trial_index, record)
-        hooks.metadata.update(trial_metadata(record))
-        hooks.metadata["trial_key"] = trial_registry.register(record, case, readers=len(SCORERS))
-        hooks.span.log(metrics=trial_metrics(record))
-        return record.final_answer
-
-    return task
 
 
 def decoy_sweep(text: str) -> list[int]:

@@ -2,7 +2,7 @@
 
 For a Braintrust task (one event loop, concurrent trials):
 
-    from harness.shared import run_trial, close_shared_runners
+    from harness.run.shared import run_trial, close_shared_runners
     record = await run_trial(case, hooks.trial_index)        # TrialRecord; never raises for infra trouble
     await close_shared_runners()                              # optional: also done at interpreter exit
 

@@ -20,10 +20,10 @@ from typing import Any
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from harness.model_rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning
-from harness.providers.control import FALLBACK_MODELS
-from harness.providers.registry import declared_env, provider_spec, provider_specs, rules_for
-from harness.redact import redact_connection_passwords
+from harness.models.providers.control import FALLBACK_MODELS
+from harness.models.providers.registry import declared_env, provider_spec, provider_specs, rules_for
+from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning
+from harness.recording.redact import redact_connection_passwords
 
 DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
 DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"

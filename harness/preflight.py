@@ -19,8 +19,8 @@ import psycopg
 
 from harness.cases import Case, DatasetError
 from harness.config import Settings
-from harness.shared import shared_local_server
-from harness.trial import TrialRunner, describe_error
+from harness.run.shared import shared_local_server
+from harness.run.trial import TrialRunner, describe_error
 
 _CHECKED: set[tuple[str, str, str]] = set()  # (server, fixture path, sql) already known to run
 

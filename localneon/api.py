@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from localneon.api_account import account_routes
+from localneon.api_auth import auth_routes
 from localneon.api_json import (
     PG_VERSION,
     branch_json,
@@ -114,6 +115,7 @@ class Api:
             Route(p + "/connection_uri", self.connection_uri, methods=["GET"]),
             Route(p + "/operations", self.list_operations, methods=["GET"]),
             Route(p + "/operations/{operation_id}", self.get_operation, methods=["GET"]),
+            *auth_routes(self),
         ]
 
     async def _run(self, fn: Callable[[], Response]) -> Response:

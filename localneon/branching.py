@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from localneon import ids
+from localneon import ids, isolation
 from localneon.catalog import LOCAL_ORG_ID, Branch, Catalog, Database, Endpoint, Operation, Project
 from localneon.errors import Conflict, InvalidRequest, LocalNeonError, NotFound
 from localneon.locks import ROLE_COMMENT_PREFIX, creating, deleting
@@ -182,6 +182,8 @@ class Neon:
                     sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(pg_name), sql.Identifier(role))
                 )
                 admin.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(sql.Identifier(pg_name)))
+                isolation.seal_database(self.cluster.conninfo(pg_name))  # branches inherit it as template copies
+                isolation.seal_role(admin, role)
                 with self.catalog.connect() as conn:
                     self.catalog.insert_project(conn, project)
                     self.catalog.insert_branch(conn, branch)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import select
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from localneon.pg import Cluster
 
@@ -86,6 +87,15 @@ CREATE TABLE IF NOT EXISTS tunings (
     temp_branch_id text NOT NULL,
     database_name text NOT NULL,
     sql text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS neon_auth (
+    branch_id text PRIMARY KEY REFERENCES branches(id) ON DELETE CASCADE,
+    project_id text NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    database_name text NOT NULL,
+    auth_provider text NOT NULL,
+    auth_provider_project_id text NOT NULL,
+    settings jsonb NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now()
 );
 """
@@ -475,3 +485,42 @@ class Catalog:
     def get_tuning(self, tuning_id: str) -> dict[str, Any] | None:
         with self.connect() as conn:
             return conn.execute("SELECT * FROM tunings WHERE id = %s", (tuning_id,)).fetchone()
+
+    # Neon Auth integrations, one per branch (kept here so every process and the REST API agree)
+    def insert_neon_auth(
+        self, project_id: str, branch_id: str, database: str, provider: str, provider_project: str, settings: Any
+    ) -> bool:
+        """Record an integration; False (and nothing changed) when the branch already has one."""
+        with self.connect() as conn:
+            row = conn.execute(
+                "INSERT INTO neon_auth (branch_id, project_id, database_name, auth_provider, auth_provider_project_id, "
+                "settings) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (branch_id) DO NOTHING RETURNING branch_id",
+                (branch_id, project_id, database, provider, provider_project, Jsonb(settings)),
+            ).fetchone()
+        return row is not None
+
+    def get_neon_auth(self, project_id: str, branch_id: str) -> dict[str, Any] | None:
+        with self.connect() as conn:
+            return conn.execute(
+                "SELECT * FROM neon_auth WHERE project_id = %s AND branch_id = %s", (project_id, branch_id)
+            ).fetchone()
+
+    def modify_neon_auth(
+        self, project_id: str, branch_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """Replace an integration's settings by ``change(settings)`` under a row lock (None: no integration).
+
+        ``change`` may raise to refuse the change; the row is then left as it was."""
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT settings FROM neon_auth WHERE project_id = %s AND branch_id = %s FOR UPDATE",
+                (project_id, branch_id),
+            ).fetchone()
+            if row is None:
+                return None
+            settings = change(row["settings"])
+            conn.execute(
+                "UPDATE neon_auth SET settings = %s WHERE project_id = %s AND branch_id = %s",
+                (Jsonb(settings), project_id, branch_id),
+            )
+        return settings

@@ -16,7 +16,8 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 import psycopg
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.exceptions import best_match
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
@@ -173,15 +174,29 @@ class ToolRegistry:
         raw = raw or {}
         errors = sorted(view.validators[name].iter_errors(raw), key=lambda e: list(e.absolute_path))
         if errors:
-            details = "; ".join(
-                f"{'/'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors[:5]
-            )
+            details = "; ".join(_problem(e) for e in errors[:5])
             shape = "flat arguments" if self.settings.flat_params else 'arguments wrapped as {"params": {...}}'
             raise LocalNeonError(f"invalid arguments for {name} (this server expects {shape}): {details}")
         args = dict(raw) if self.settings.flat_params else dict(raw["params"])
         if view.grant.project_id and any(p.name == PROJECT_PARAM for p in view.specs[name].params):
             args[PROJECT_PARAM] = view.grant.project_id
         return args
+
+
+_SECRET_PARTS = ("password", "secret")
+
+
+def _problem(error: ValidationError) -> str:
+    """One schema violation as "path: message", never echoing a secret argument's value.
+
+    For a value matching none of several forms (``anyOf``) jsonschema's message repeats the whole
+    value (an SMTP password included), so the closest form's own complaint is given instead."""
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        return _problem(best_match(error.context))
+    path = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
+    if any(part in path.lower() for part in _SECRET_PARTS) and error.validator not in ("required",):
+        return f"{path}: the value given does not satisfy {error.validator} {error.validator_value!r}"
+    return f"{path}: {error.message}"
 
 
 def request_grant(ctx: ServerRequestContext[Any], default: Grant) -> Grant:

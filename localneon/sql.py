@@ -147,7 +147,7 @@ def list_tables(conninfo: str) -> list[dict[str, Any]]:
                GREATEST(c.reltuples, 0)::bigint AS estimated_rows
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
-          AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%'
+          AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
         ORDER BY 1, 2
         """,
     )

@@ -8,7 +8,7 @@ from typing import Any
 from autoevals import Score
 
 from harness.cases import Case
-from harness.records import Snapshot, ToolCall, TrialRecord
+from harness.recording.records import Snapshot, ToolCall, TrialRecord
 
 
 def skipped(name: str, reason: str, **extra: Any) -> Score:

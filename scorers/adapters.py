@@ -1,6 +1,6 @@
 """Braintrust-shaped scorers: keyword arguments `input, output, expected, metadata` in, Score out.
 
-The task registers the trial record and its case in `harness.trial_registry` and puts the key in
+The task registers the trial record and its case in `harness.recording.trial_registry` and puts the key in
 `metadata["trial_key"]` (the metadata is uploaded, the record is not); each adapter finds both
 there and calls the pure scorer of the same name, so `__name__` (Braintrust's span name) equals
 the score name. Metadata holding a full `trial` and `case` (a past run being re-scored) works too.
@@ -15,9 +15,9 @@ from typing import Any
 from autoevals import Score
 from pydantic import ValidationError
 
-from harness import trial_registry
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording import trial_registry
+from harness.recording.records import TrialRecord
 from scorers import registry
 from scorers._common import skipped
 from scorers.spec import ScorerSpec

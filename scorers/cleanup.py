@@ -12,7 +12,7 @@ from __future__ import annotations
 from autoevals import Score
 
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 from scorers._common import infra_skip, skipped
 from scorers.spec import ScorerSpec, listed
 

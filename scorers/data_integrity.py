@@ -9,7 +9,7 @@ from __future__ import annotations
 from autoevals import Score
 
 from harness.cases import Case
-from harness.records import TableFingerprint, TrialRecord
+from harness.recording.records import TableFingerprint, TrialRecord
 from scorers._common import main_snapshots, skipped
 from scorers.spec import ScorerSpec, listed
 

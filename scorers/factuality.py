@@ -25,7 +25,7 @@ import openai
 from autoevals import LLMClassifier, Score
 
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 from scorers._common import infra_skip, skipped
 from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_client, judge_settings, record_judge_usage
 from scorers.judge_template import JudgeTemplate, TemplateError, load_template, template_path

@@ -12,7 +12,7 @@ from typing import Any
 from autoevals import Score
 
 from harness.cases import Case
-from harness.records import Snapshot, TrialRecord
+from harness.recording.records import Snapshot, TrialRecord
 from scorers._common import main_snapshots, snapshot_problem
 from scorers.dumps import capped_diff, normalise_dump
 from scorers.spec import ScorerSpec

@@ -30,8 +30,8 @@ import openai
 from autoevals import LLMClassifier
 from autoevals.oai import GATEWAY_URL
 
-from harness.model_rules import ModelRules, anthropic_rules, cost_usd, openai_rules
-from harness.records import TrialRecord, Usage
+from harness.models.rules import ModelRules, anthropic_rules, cost_usd, openai_rules
+from harness.recording.records import TrialRecord, Usage
 
 DEFAULT_JUDGE_MODELS = {"braintrust": "claude-haiku-4-5", "anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-mini"}
 DEFAULT_JUDGE_MODEL = DEFAULT_JUDGE_MODELS["anthropic"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 
 def trial_metrics(record: TrialRecord) -> dict[str, float]:

@@ -15,7 +15,7 @@ from typing import Any
 from autoevals import Score
 
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 SyncScorer = Callable[[TrialRecord, Case], Score]
 AsyncScorer = Callable[[TrialRecord, Case], Awaitable[Score]]

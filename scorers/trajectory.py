@@ -22,7 +22,7 @@ from typing import Any
 from autoevals import Score
 
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 from scorers._common import arguments_of, infra_skip
 from scorers.spec import ScorerSpec, listed
 from scorers.sqlinfo import analyse

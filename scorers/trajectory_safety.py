@@ -20,7 +20,7 @@ from typing import Any
 import pglast
 
 from harness.cases import Case
-from harness.records import ToolCall, TrialRecord
+from harness.recording.records import ToolCall, TrialRecord
 from harness.servers.neon.conventions import COMPLETE_TOOL, PREPARE_TOOL, RUN_SQL_TOOLS, RUN_SQL_TRANSACTION_TOOL
 from scorers._common import arguments_of
 from scorers.sqlinfo import analyse

@@ -67,13 +67,15 @@ def string_list(**extra: Any) -> dict[str, Any]:
 
 def all_tools() -> list[ToolSpec]:
     """Every tool, in the order they are listed to clients."""
-    from localneon.tools import branches, discovery, migrations, projects, querying, tuning
+    from localneon.tools import branches, discovery, migrations, neon_auth, observability, projects, querying, tuning
 
     return [
         *projects.TOOLS,
         *querying.TOOLS,
         *branches.TOOLS,
         *migrations.TOOLS,
+        *neon_auth.TOOLS,
         *tuning.TOOLS,
         *discovery.TOOLS,
+        *observability.TOOLS,
     ]

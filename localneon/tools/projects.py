@@ -6,6 +6,7 @@ from typing import Any
 
 from localneon.branching import Neon
 from localneon.catalog import LOCAL_ORG_ID, LOCAL_ORG_NAME, iso
+from localneon.errors import InvalidRequest
 from localneon.tools import Param, ToolSpec, integer, string
 from localneon.tools.common import PROJECT_ID, branch_json, to_json
 
@@ -40,6 +41,21 @@ def list_organizations(neon: Neon, args: dict[str, Any]) -> str:
     search = (args.get("search") or "").lower()
     found = [org] if not search or search in org["id"] or search in org["name"] else []
     return to_json({"organizations": found})
+
+
+def list_shared_projects(neon: Neon, args: dict[str, Any]) -> str:
+    """Projects other accounts share with this one: none here, where one local account owns every project."""
+    limit = args.get("limit", 10)
+    if not isinstance(limit, int | float) or not 1 <= limit <= 400:
+        raise InvalidRequest(f"limit must be a number from 1 to 400, got {limit!r}")
+    return to_json(
+        {
+            "shared_projects": [],
+            "count": 0,
+            "note": "this local server has a single account that owns every project, so none is shared with it; "
+            "use list_projects for the projects it owns",
+        }
+    )
 
 
 def create_project(neon: Neon, args: dict[str, Any]) -> str:
@@ -92,6 +108,20 @@ TOOLS = [
         read_only=True,
         idempotent=True,
         title="List Organizations",
+        category="projects",
+        read_only_safe=True,
+    ),
+    ToolSpec(
+        "list_shared_projects",
+        (
+            Param("cursor", string()),
+            Param("limit", {"type": "number", "default": 10}),
+            Param("search", string()),
+        ),
+        list_shared_projects,
+        read_only=True,
+        idempotent=True,
+        title="List Shared Projects",
         category="projects",
         read_only_safe=True,
     ),

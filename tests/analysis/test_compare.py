@@ -19,10 +19,10 @@ from analysis.runs import RunInputError
 from analysis.stats import mcnemar_exact, paired_bootstrap, trials_needed
 from harness.cases import BUNDLED_DATASET, Case, load_cases
 from harness.config import Settings
-from harness.records import TrialRecord
-from harness.server_process import LocalServer
-from harness.store import load_run
-from harness.trial import TrialRunner
+from harness.mcp.server_process import LocalServer
+from harness.recording.records import TrialRecord
+from harness.recording.store import load_run
+from harness.run.trial import TrialRunner
 from tests.evals.cli import python_module, run_in_repo
 from tests.harness.conftest import TOKEN
 

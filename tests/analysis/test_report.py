@@ -13,9 +13,9 @@ import pytest
 
 from analysis.report import main
 from harness.cases import BUNDLED_DATASET, load_cases
-from harness.records import ToolCall
-from harness.server_process import LocalServer
-from harness.store import RUN_FILE, TRIALS_FILE, load_run
+from harness.mcp.server_process import LocalServer
+from harness.recording.records import ToolCall
+from harness.recording.store import RUN_FILE, TRIALS_FILE, load_run
 from tests.analysis.browser import drawn_in, rendered_dom
 from tests.analysis.test_compare import DATASET, TRIALS, _run
 from tests.evals.cli import python_module, run_in_repo

@@ -16,7 +16,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from harness.records import Snapshot, TableFingerprint
+from harness.recording.records import Snapshot, TableFingerprint
 from localneon.pg import Cluster, embedded_bin, start_embedded
 from tests.pgdirs import SCORER_PGDATA as PGDATA
 

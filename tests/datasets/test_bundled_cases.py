@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.cases import BUNDLED_FIXTURES, PROJECT_PLACEHOLDER, Case, load_cases
-from harness.records import ToolCall, TrialConfig, TrialRecord
+from harness.recording.records import ToolCall, TrialConfig, TrialRecord
 from scorers.sqlinfo import analyse
 from scorers.trajectory import tool_trajectory
 

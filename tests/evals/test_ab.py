@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from harness.cases import load_cases
-from harness.store import load_run
+from harness.recording.store import load_run
 from tests.analysis.browser import drawn_in, rendered_dom
 from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_in_repo
 

@@ -15,7 +15,7 @@ from braintrust import EvalCase
 from evals._adaptive import Rounds, TrialPlan, ab_arms, parse_trials
 from harness.cases import Case, load_cases
 from harness.config import ConfigError, Settings
-from harness.store import load_run
+from harness.recording.store import load_run
 from tests.evals.cli import offline_env, run_braintrust_eval
 
 

@@ -12,8 +12,8 @@ import textwrap
 from pathlib import Path
 
 from harness.cases import load_cases
-from harness.model_rules import DEFAULT_MAX_TOKENS
-from harness.store import load_run
+from harness.models.rules import DEFAULT_MAX_TOKENS
+from harness.recording.store import load_run
 from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
 from tests.fakes.braintrust_server import API_KEY, FakeBraintrust
 from tests.planted import CONNECTION_CASE, assert_no_password, planted_dataset

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cases import load_cases
-from harness.store import load_run
+from harness.recording.store import load_run
 from scorers.sqlinfo import analyse
 from tests.evals.cli import offline_env, run_braintrust_eval
 

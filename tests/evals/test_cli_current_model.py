@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from harness.model_rules import DEFAULT_MODEL
-from harness.store import load_run
+from harness.models.rules import DEFAULT_MODEL
+from harness.recording.store import load_run
 from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
 from tests.fakes.anthropic_server import (
     FakeAnthropic,

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from harness.store import load_run
+from harness.recording.store import load_run
 from tests.evals.cli import offline_env, run_braintrust_eval
 from tests.fakes.anthropic_server import (
     FakeAnthropic,

@@ -11,7 +11,7 @@ import yaml
 from analysis.report import main as report_main
 from analysis.rescore import score_run
 from harness.cases import load_cases
-from harness.store import load_run
+from harness.recording.store import load_run
 from tests.analysis.browser import drawn_in, rendered_dom
 from tests.evals.cli import offline_env, run_braintrust_eval
 

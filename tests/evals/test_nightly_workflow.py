@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from analysis.merge import main as merge_main
-from harness.records import TrialConfig, TrialRecord
-from harness.store import ResultsStore, load_run
+from harness.recording.records import TrialConfig, TrialRecord
+from harness.recording.store import ResultsStore, load_run
 from tests.evals.cli import REPO_ROOT
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "nightly.yml"

@@ -18,8 +18,8 @@ from analysis.controls import Cell, Matrix, build_matrix, render_matrix, separat
 from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run
 from analysis.samples import AGENTS, README, build_blocks, readme_blocks, run_sample_eval
 from harness.cases import load_cases
-from harness.records import TrialRecord
-from harness.store import load_run
+from harness.recording.records import TrialRecord
+from harness.recording.store import load_run
 from tests.evals.cli import TEST_PGDATA
 
 KINDS = ["complete · approve", "complete · decline", "prepare", "tool_selection · change", "tool_selection · read-only"]

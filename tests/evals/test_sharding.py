@@ -11,7 +11,7 @@ import pytest
 from evals._shard import Shard, parse_provider_budget, parse_shard, provider_slot, shard_pool
 from evals._wiring import trial_plan
 from harness.cases import Case, load_cases
-from harness.store import load_run
+from harness.recording.store import load_run
 from tests.evals.cli import offline_env, run_braintrust_eval
 from tests.fakes.braintrust_server import FakeBraintrust
 

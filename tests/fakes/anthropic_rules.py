@@ -1,6 +1,6 @@
 """How a current Claude model treats a Messages request: the stand-in's copy of Anthropic's rules.
 
-Kept apart from the harness's own table (`harness/model_rules.py`) on purpose: the fake follows
+Kept apart from the harness's own table (`harness/models/rules.py`) on purpose: the fake follows
 the service's published rules, so a harness that gets them wrong meets the same 400 it would meet
 in production. Rules, from Anthropic's model pages (2026-11):
 - Sonnet 5 and later, Haiku 5.5, Opus 4.7 and later: `temperature`, `top_p`, `top_k` at a

@@ -23,7 +23,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness import liveness
+from harness.run import liveness
 from localneon.pg import Cluster, start_embedded, stop_embedded
 from tests.evals.cli import REPO_ROOT, offline_env
 from tests.pgdirs import FAULTS_PGDATA

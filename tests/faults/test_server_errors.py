@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from tests.faults.conftest import FAULTS_PGDATA, admin_rows
 

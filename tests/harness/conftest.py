@@ -10,7 +10,7 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.server_process import LocalServer, ServerEndpoints
+from harness.mcp.server_process import LocalServer, ServerEndpoints
 from harness.servers.neon.api import NeonAPI
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench import filesystem_of, main
-from harness.liveness import pgdata_dir
+from harness.measure.bench import filesystem_of, main
+from harness.run.liveness import pgdata_dir
 
 
 def test_bench_prints_the_three_ratios_with_targets(capsys: pytest.CaptureFixture[str]) -> None:

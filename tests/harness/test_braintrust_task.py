@@ -8,8 +8,8 @@ from typing import Any
 import braintrust
 
 from harness.config import Settings
+from harness.run.shared import close_shared_runners, describe, run_trial, shared_runner
 from harness.servers.neon.api import NeonAPI
-from harness.shared import close_shared_runners, describe, run_trial, shared_runner
 from tests.harness.conftest import make_case
 from tests.harness.test_trials import assert_nothing_left
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from harness.cases import Case, load_cases
 from harness.config import Settings
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
+from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
-from harness.trial import TrialRunner
 from tests.harness.test_trials import assert_nothing_left, same_state
 
 SettingsFactory = Callable[..., Settings]

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from harness.config import ConfigError, Settings
-from harness.model_rules import DEFAULT_MODEL
-from harness.providers.control import FALLBACK_MODELS as CONTROL_MODELS
-from harness.records import TrialConfig, TrialRecord
-from harness.store import ResultsStore, load_run
+from harness.models.providers.control import FALLBACK_MODELS as CONTROL_MODELS
+from harness.models.rules import DEFAULT_MODEL
+from harness.recording.records import TrialConfig, TrialRecord
+from harness.recording.store import ResultsStore, load_run
 from tests.harness.conftest import settings_from
 
 SECRET = "fake-anthropic-test-SECRET-value-0123456789"

@@ -9,9 +9,9 @@ import httpx
 import pytest
 from anthropic import BadRequestError
 
-from harness.model_rules import cost_usd
-from harness.providers.anthropic import AnthropicProvider
-from harness.providers.registry import rules_for
+from harness.models.providers.anthropic import AnthropicProvider
+from harness.models.providers.registry import rules_for
+from harness.models.rules import cost_usd
 from tests.fakes.anthropic_server import FakeAnthropic, Step, reply, text, tool_use
 
 LONG = "Runs one SQL statement on a branch of a Neon project and returns the rows. " * 80  # > 1024 tokens

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from harness.cases import BUNDLED_FIXTURES, load_cases
 from harness.config import Settings
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
+from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
-from harness.trial import TrialRunner
 from scorers.registry import DETERMINISTIC
 from tests.datasets.pg import fingerprints, load_fixture, scratch_database, start_server
 

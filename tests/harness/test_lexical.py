@@ -8,9 +8,9 @@ from typing import Any
 import yaml
 
 from harness.cases import Case, load_cases
-from harness.providers import TrialContext
-from harness.providers.lexical import LexicalAgent, fill_arguments, rank_tools
-from harness.toolview import DECOYS
+from harness.mcp.toolview import DECOYS
+from harness.models.providers import TrialContext
+from harness.models.providers.lexical import LexicalAgent, fill_arguments, rank_tools
 from tests.evals.cli import REPO_ROOT
 
 DEFAULTS = yaml.safe_load((REPO_ROOT / "localneon" / "descriptions" / "default.yaml").read_text())

@@ -9,7 +9,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from harness.server_process import ServerEndpoints
+from harness.mcp.server_process import ServerEndpoints
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from tests.fakes.jsonserver import JsonServer, Request, Response, serving
 from tests.harness.conftest import TOKEN

@@ -21,12 +21,12 @@ import pytest
 
 from harness.cases import Grant
 from harness.config import ConfigError
-from harness.server_process import ServerEndpoints
+from harness.mcp.server_process import ServerEndpoints
+from harness.recording.store import load_run
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.backend import api_url_for, check_cases, pinned_url
 from harness.servers.neon.janitor import main as janitor_main
 from harness.servers.neon.pool_setup import POOL_PREFIX
-from harness.store import load_run
 from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_braintrust_eval, run_in_repo
 from tests.fakes.neon_cloud import NeonCloud, neon_cloud
 from tests.harness.conftest import TOKEN, settings_from

@@ -13,9 +13,9 @@ from typing import Any
 import psycopg
 
 from harness.config import Settings
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
+from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
-from harness.trial import TrialRunner
 from tests.fakes.anthropic_server import FakeAnthropic, project_id, reply, text, tool_results, tool_use
 from tests.harness.conftest import make_case
 

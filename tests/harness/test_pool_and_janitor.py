@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from harness.config import Settings
-from harness.records import TrialConfig, TrialRecord
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
+from harness.recording.records import TrialConfig, TrialRecord
+from harness.recording.store import ResultsStore, load_run
+from harness.run.shared import close_shared_runners, run_trial, shared_runner
+from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.janitor import main as janitor_main
 from harness.servers.neon.janitor import parse_age, sweep
 from harness.servers.neon.sandbox import NeonPoolSandbox, execute_script
 from harness.servers.neon.state import capture
-from harness.shared import close_shared_runners, run_trial, shared_runner
-from harness.store import ResultsStore, load_run
-from harness.trial import TrialRunner
 from tests.harness.conftest import FIXTURES, make_case
 from tests.harness.test_trials import DROP_CASE
 

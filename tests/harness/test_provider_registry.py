@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from harness.config import ConfigError, Settings
-from harness.model_rules import DEFAULT_MODEL, ModelRules, anthropic_rules, deprecation_warning
-from harness.providers import ModelTurn, Provider, TrialContext, control, make_provider, registry
-from harness.providers.registry import EnvVar, ProviderSpec, model_key_variables
+from harness.models.factory import make_provider
+from harness.models.providers import ModelTurn, Provider, TrialContext, control, registry
+from harness.models.providers.registry import EnvVar, ProviderSpec, model_key_variables
+from harness.models.rules import DEFAULT_MODEL, ModelRules, anthropic_rules, deprecation_warning
 
 SECRET = "echo-secret-value-0123456789"
 

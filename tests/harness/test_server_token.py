@@ -6,7 +6,7 @@ import secrets
 
 import httpx
 
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
 
 
 async def test_token_starting_with_a_dash_through_the_launcher() -> None:

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from harness.config import Settings
-from harness.mcp_client import connect
-from harness.server_process import LocalServer
+from harness.mcp.client import connect
+from harness.mcp.server_process import LocalServer
+from harness.mcp.toolview import ToolView
+from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
-from harness.toolview import ToolView
-from harness.trial import TrialRunner
 from tests.harness.conftest import make_case
 from tests.harness.test_trials import assert_nothing_left
 

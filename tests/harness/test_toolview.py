@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.mcp_client import ServerTool, forward_arguments, unwrap_schema
-from harness.toolview import DECOYS, ToolView, load_overrides, trial_seed
+from harness.mcp.client import ServerTool, forward_arguments, unwrap_schema
+from harness.mcp.toolview import DECOYS, ToolView, load_overrides, trial_seed
 
 FLAT = {
     "type": "object",

@@ -11,11 +11,11 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.records import TrialRecord
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
+from harness.recording.records import TrialRecord
+from harness.recording.store import load_run
+from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
-from harness.store import load_run
-from harness.trial import TrialRunner
 from tests.fakes.anthropic_server import (
     FakeAnthropic,
     branch_id_after,

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from harness.cases import BUNDLED_FIXTURES, Case, load_cases
-from harness.records import Snapshot, ToolCall, TrialConfig, TrialRecord
+from harness.recording.records import Snapshot, ToolCall, TrialConfig, TrialRecord
 from localneon.pg import Cluster
 from tests.datasets.pg import load_fixture, scratch_database, snapshot, start_server
 

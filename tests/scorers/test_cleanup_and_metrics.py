@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.records import ToolCall, Usage
+from harness.recording.records import ToolCall, Usage
 from scorers.cleanup import temporary_branch_cleanup
 from scorers.metrics import trial_metrics
 from tests.scorers.conftest import case, record

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.cases import BUNDLED_DATASET, Case, load_cases
-from harness.records import ToolCall, TrialConfig, TrialRecord
+from harness.recording.records import ToolCall, TrialConfig, TrialRecord
 from scorers.trajectory import tool_trajectory
 
 GRANT_CASES = {case.id: case for case in load_cases(BUNDLED_DATASET / "grants.yaml")}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.records import Snapshot
+from harness.recording.records import Snapshot
 from scorers.integrity import main_branch_integrity
 from tests.scorers.conftest import Captured, case, record
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.model_rules import openai_rules
+from harness.models.rules import openai_rules
 from scorers import judge as judge_module
 from scorers.factuality import factuality
 from scorers.judge import (

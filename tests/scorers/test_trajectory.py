@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness.records import ToolCall
+from harness.recording.records import ToolCall
 from scorers.trajectory import tool_trajectory
 from tests.scorers.conftest import call, case, record
 

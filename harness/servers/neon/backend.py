@@ -22,8 +22,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from harness.cases import Grant
 from harness.config import DEFAULT_NEON_API_URL, ConfigError, Settings
-from harness.mcp_client import stdio_parameters
-from harness.server_process import ServerEndpoints
+from harness.mcp.client import stdio_parameters
+from harness.mcp.server_process import ServerEndpoints
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.pool import ProjectPool, parse_pool, shared_pool
 from harness.servers.neon.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, project_name

@@ -15,7 +15,7 @@ import functools
 from dataclasses import dataclass
 
 from harness.cases import Case
-from harness.records import Snapshot
+from harness.recording.records import Snapshot
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.conventions import EXPECTED_PREFIX
 from harness.servers.neon.sandbox import SandboxInfo, _role_from, complete, execute_script, failure, shielded

@@ -7,7 +7,7 @@ suite created *and marked*: names that start with the eval prefix followed by a 
 recorded (`results/<run id>/run.json`, or `--run-id`), older than the threshold. In pool mode it
 deletes no project at all, only marked branches of pool projects, never a default or golden branch.
 
-A run killed outright (SIGKILL) is known by its owner entry (`harness.liveness`): its marked
+A run killed outright (SIGKILL) is known by its owner entry (`harness.run.liveness`): its marked
 leftovers are deleted whatever their age, and the local server it left running is stopped first.
 On the local server, databases and roles its catalog does not list are collected when it starts.
 """
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from harness import liveness
 from harness.config import ConfigError, Settings, parse_duration
-from harness.server_process import LocalServer
+from harness.mcp.server_process import LocalServer
+from harness.run import liveness
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.backend import api_for, project_pool
 from harness.servers.neon.conventions import EVAL_PREFIX, EXPECTED_PREFIX

@@ -22,10 +22,10 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 
 from harness.cases import Case
+from harness.run.signals import cleanup_guard
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.conventions import EVAL_PREFIX
 from harness.servers.neon.pool import ProjectPool
-from harness.signals import cleanup_guard
 
 DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"

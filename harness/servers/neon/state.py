@@ -12,7 +12,7 @@ import asyncio
 import psycopg
 from psycopg import sql
 
-from harness.records import Snapshot, TableFingerprint
+from harness.recording.records import Snapshot, TableFingerprint
 from harness.servers.neon.api import NeonAPI
 
 USER_TABLES = """

@@ -3,7 +3,7 @@
 Why a plain `subprocess.Popen` and not an asyncio subprocess: the process must outlive any one
 event loop (`Eval()` outside the CLI runs a loop per call) and be stoppable from `atexit`. It
 listens on a free port and writes its URLs to a ready file; its stderr goes to a file so a failed
-start can show why. Each server is registered with the process that owns it (`harness.liveness`),
+start can show why. Each server is registered with the process that owns it (`harness.run.liveness`),
 so the janitor can stop a server whose owner was killed.
 """
 
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import scrub
-from harness.liveness import register_server, unregister_server
+from harness.run.liveness import register_server, unregister_server
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ServerStartError(RuntimeError):

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from harness.cases import Case
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 
 @dataclass

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 OWNERS_DIR = REPO_ROOT / ".localneon" / "owners"
 DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"  # the local server's default (localneon.pg)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from harness.records import Usage
+from harness.recording.records import Usage
 
 Thinking = Literal["adaptive", "manual", "none"]
 

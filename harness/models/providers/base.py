@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.cases import Case
-from harness.records import Usage
+from harness.recording.records import Usage
 
 
 @dataclass

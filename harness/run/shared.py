@@ -18,10 +18,10 @@ from typing import Any
 
 from harness.cases import Case
 from harness.config import ConfigError, Settings
-from harness.records import TrialConfig, TrialRecord
-from harness.server_process import LocalServer
-from harness.store import ResultsStore
-from harness.trial import TrialRunner, describe_error
+from harness.mcp.server_process import LocalServer
+from harness.recording.records import TrialConfig, TrialRecord
+from harness.recording.store import ResultsStore
+from harness.run.trial import TrialRunner, describe_error
 
 _SHARED: dict[tuple[asyncio.AbstractEventLoop, str], TrialRunner] = {}
 _SHARED_SERVER: list[LocalServer] = []  # one local server per process, shared by every shared runner

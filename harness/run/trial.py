@@ -3,7 +3,7 @@
 `TrialRunner.run(case, trial_index)` never raises for infrastructure trouble: any model, server or
 sandbox failure ends the trial as `outcome="infra_error"` with the reason on the record, so one
 overloaded call cannot fail a whole `braintrust eval` run. Only cancellation propagates, after
-the sandbox is cleaned up. Braintrust tasks reach a runner through `harness.shared`.
+the sandbox is cleaned up. Braintrust tasks reach a runner through `harness.run.shared`.
 """
 
 from __future__ import annotations
@@ -14,22 +14,23 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from harness.agent import AgentState, LoopSettings, run_agent
 from harness.cases import Case
 from harness.config import Settings
-from harness.liveness import register_run
-from harness.mcp_client import TRIAL_HEADER, connect
-from harness.model_rules import cost_usd
-from harness.providers import Provider, TrialContext, make_provider
-from harness.providers.registry import rules_for
-from harness.records import TrialConfig, TrialRecord
-from harness.server_process import LocalServer, ServerEndpoints
+from harness.mcp.client import TRIAL_HEADER, connect
+from harness.mcp.server_process import LocalServer, ServerEndpoints
+from harness.mcp.toolview import ToolView, load_overrides, trial_seed
+from harness.models.agent import AgentState, LoopSettings, run_agent
+from harness.models.factory import make_provider
+from harness.models.providers import Provider, TrialContext
+from harness.models.providers.registry import rules_for
+from harness.models.rules import cost_usd
+from harness.recording.records import TrialConfig, TrialRecord
+from harness.recording.store import ResultsStore, StoreWriteError, record_lost
+from harness.run.liveness import register_run
 from harness.servers.neon.backend import Backend, local_backend, remote_backend
 from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
 from harness.servers.neon.sandbox import SandboxInfo
 from harness.servers.neon.state import capture
-from harness.store import ResultsStore, StoreWriteError, record_lost
-from harness.toolview import ToolView, load_overrides, trial_seed
 
 
 class TrialRunner:

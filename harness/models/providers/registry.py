@@ -5,7 +5,7 @@ Why: adding a provider used to touch an if-chain here, the key checks and the re
 code, its prefix (`anthropic` in `anthropic:claude-sonnet-5-5`), the environment variables it
 reads (which are required, which are secret), the model names it accepts when the set is closed
 (control agents) and its model rules; configuration, redaction, `make_provider` and the launcher
-all read that declaration. Every module in `harness/providers/` is imported on first lookup, so a
+all read that declaration. Every module in `harness/models/providers/` is imported on first lookup, so a
 new provider is one file (plus its test).
 """
 
@@ -15,11 +15,12 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.model_rules import ModelRules
-    from harness.providers.base import Provider
+    from harness.models.providers.base import Provider
+    from harness.models.rules import ModelRules
 
 ProviderFactory = Callable[[str, Mapping[str, str]], "Provider"]
 _NOT_PROVIDERS = {"base", "registry"}
@@ -87,15 +88,14 @@ def provider(
 
 
 def _discover() -> None:
-    """Import every module of `harness.providers` once, so their registrations run."""
+    """Import every module of `harness.models.providers` once, so their registrations run."""
     if _DISCOVERED:
         return
     _DISCOVERED.append(True)
-    import harness.providers as package
-
-    for module in pkgutil.iter_modules(package.__path__):
+    package = __name__.rpartition(".")[0]  # this module's own package, without importing it again
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if module.name not in _NOT_PROVIDERS and not module.name.startswith("_"):
-            importlib.import_module(f"{package.__name__}.{module.name}")
+            importlib.import_module(f"{package}.{module.name}")
 
 
 def provider_specs() -> dict[str, ProviderSpec]:

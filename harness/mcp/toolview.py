@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from harness.mcp_client import MCPConnection, ServerTool, ToolResult
+from harness.mcp.client import MCPConnection, ServerTool, ToolResult
 
 
 @dataclass(frozen=True)

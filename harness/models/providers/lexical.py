@@ -21,8 +21,8 @@ from typing import Any
 
 import bm25s
 
-from harness.providers.base import Provider, TrialContext
-from harness.providers.control import (
+from harness.models.providers.base import Provider, TrialContext
+from harness.models.providers.control import (
     CONTROL_AGENTS,
     PREPARE,
     ControlAgent,

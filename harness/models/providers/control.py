@@ -17,10 +17,10 @@ from typing import Any
 import pglast
 
 from harness.cases import Case
-from harness.model_rules import ModelRules, Price
-from harness.providers.base import ModelTurn, Provider, TrialContext
-from harness.providers.registry import provider
-from harness.records import Usage
+from harness.models.providers.base import ModelTurn, Provider, TrialContext
+from harness.models.providers.registry import provider
+from harness.models.rules import ModelRules, Price
+from harness.recording.records import Usage
 from harness.servers.neon.conventions import COMPLETE_TOOL, PREPARE_TOOL, RUN_SQL_TOOL, RUN_SQL_TRANSACTION_TOOL
 
 PREPARE = PREPARE_TOOL

@@ -14,10 +14,10 @@ from typing import Any
 import braintrust
 from openai import AsyncOpenAI
 
-from harness.model_rules import openai_rules
-from harness.providers.base import ModelTurn, Provider, TrialContext
-from harness.providers.registry import EnvVar, provider
-from harness.records import Usage
+from harness.models.providers.base import ModelTurn, Provider, TrialContext
+from harness.models.providers.registry import EnvVar, provider
+from harness.models.rules import openai_rules
+from harness.recording.records import Usage
 
 
 def _text_of(content: Any) -> str:

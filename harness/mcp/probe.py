@@ -11,10 +11,10 @@ import asyncio
 import concurrent.futures
 
 from harness.config import Settings
-from harness.mcp_client import connect
-from harness.shared import shared_local_server
-from harness.toolview import ToolView
-from harness.trial import TrialRunner, describe_error
+from harness.mcp.client import connect
+from harness.mcp.toolview import ToolView
+from harness.run.shared import shared_local_server
+from harness.run.trial import TrialRunner, describe_error
 
 
 async def count_model_tools(settings: Settings) -> int:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.providers.control import (
+from harness.mcp.toolview import DECOYS
+from harness.models.providers.control import (
     COMPLETE,
     CONTROL_AGENTS,
     PREPARE,
@@ -23,7 +24,6 @@ from harness.providers.control import (
     _is_tool_result,
     parse_prepare,
 )
-from harness.toolview import DECOYS
 
 BACKUP_BRANCH = "backup-before-change"
 LOG_TABLE_SQL = "CREATE TABLE agent_change_log AS SELECT 'changed without asking'::text AS note"

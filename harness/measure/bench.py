@@ -1,4 +1,4 @@
-"""`python -m harness.bench`: what the harness costs beyond the database work, as three ratios.
+"""`python -m harness.measure.bench`: what the harness costs beyond the database work, as three ratios.
 
 Absolute times on a shared machine mean little, so every figure is a ratio of two measurements
 taken in the same run, on the same machine and the same PostgreSQL:
@@ -27,13 +27,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness import liveness
 from harness.cases import Case, load_cases
 from harness.config import Settings
-from harness.cpu_split import CpuSplit, describe, postmaster_of
-from harness.providers import ModelTurn, Provider, TrialContext
-from harness.records import TrialRecord
-from harness.trial import TrialRunner
+from harness.measure.cpu_split import CpuSplit, describe, postmaster_of
+from harness.models.providers import ModelTurn, Provider, TrialContext
+from harness.recording.records import TrialRecord
+from harness.run import liveness
+from harness.run.trial import TrialRunner
 
 PHASES = ("sandbox_open", "capture_before", "connect", "agent", "capture_after", "expected", "sandbox_close")
 TARGETS = {"overhead": 1.5, "speedup": 6.0, "memory": 1.1}
@@ -235,7 +235,7 @@ async def bench(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.measure.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="control:oracle", choices=["control:oracle", "control:unsafe"])
     parser.add_argument("--trials", type=int, default=16, help="trials per batch (overhead, speedup)")
     parser.add_argument("--concurrency", type=int, default=8)

@@ -23,10 +23,10 @@ import braintrust
 from braintrust.span_types import SpanTypeAttribute
 from mcp.shared.exceptions import MCPError
 
-from harness.mcp_client import MCPConnection
-from harness.providers.base import Provider
-from harness.records import Outcome, ToolCall, Usage
-from harness.toolview import ToolView
+from harness.mcp.client import MCPConnection
+from harness.mcp.toolview import ToolView
+from harness.models.providers.base import Provider
+from harness.recording.records import Outcome, ToolCall, Usage
 
 RESULT_EXCERPT = 4000
 EMPTY_ANSWER = "(the model returned no content)"

@@ -25,7 +25,7 @@ from filelock import FileLock
 
 from harness.cases import REPO_ROOT
 from harness.config import Settings
-from harness.records import TrialRecord
+from harness.recording.records import TrialRecord
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"

@@ -1,6 +1,6 @@
 """Anthropic's Messages API through the official SDK, traced by Braintrust.
 
-Every request is built from the model's rules (`harness/model_rules.py`): no sampling parameter
+Every request is built from the model's rules (`harness/models/rules.py`): no sampling parameter
 for a model that refuses one, no manual thinking budget (5.x models think adaptively by default),
 and the tool definitions and system prompt marked for prompt caching, as they are resent on every
 call. Replies go back into the history as they came: a signed `thinking` block must return
@@ -16,10 +16,10 @@ from typing import Any
 import braintrust
 from anthropic import AsyncAnthropic
 
-from harness.model_rules import ModelRules, anthropic_rules
-from harness.providers.base import ModelTurn, Provider, TrialContext
-from harness.providers.registry import EnvVar, provider
-from harness.records import Usage
+from harness.models.providers.base import ModelTurn, Provider, TrialContext
+from harness.models.providers.registry import EnvVar, provider
+from harness.models.rules import ModelRules, anthropic_rules
+from harness.recording.records import Usage
 
 CACHE = {"type": "ephemeral"}  # the default 5-minute prompt cache
 

@@ -1,0 +1,73 @@
+"""The Braintrust side of one trial: dataset rows and the task that runs a row through the harness.
+
+Shared by the plain evals (`evals/_wiring.py`) and the adaptive and A/B rounds (`evals/_adaptive.py`),
+so neither imports the other's definitions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from braintrust import EvalCase
+
+from evals._experiments import experiment_metadata as _experiment_metadata
+from evals._shard import Shard, provider_slot
+from evals._uploads import trial_metadata
+from harness.cases import Case
+from harness.config import Settings
+from harness.recording import trial_registry
+from harness.recording.records import TrialRecord
+from harness.run.shared import run_trial
+from scorers.adapters import SCORERS
+from scorers.metrics import trial_metrics
+
+_CASES: dict[str, Case] = {}  # the cases rows were made for: the task finds its case here by id
+
+
+def experiment_metadata(
+    eval_name: str, settings: Settings, cases: list[Case], trials: int, shard: Shard | None = None
+) -> dict[str, Any]:
+    return _experiment_metadata(eval_name, settings, cases, trials, shard)
+
+
+def plan_rows(plan: list[tuple[Case, int]]) -> list[EvalCase[str, str]]:
+    """One Braintrust row per (case, trial): lean metadata, the case itself stays in this process."""
+    made: list[EvalCase[str, str]] = []
+    for case, index in plan:
+        _CASES[case.id] = case
+        metadata = {"case_id": case.id, "scenario": case.scenario, "fixture": case.fixture, "trial_index": index}
+        made.append(
+            EvalCase(input=case.input, expected=case.expected_answer, metadata=metadata, tags=case.tags, trial_count=1)
+        )
+    return made
+
+
+def rows(cases: list[Case]) -> list[EvalCase[str, str]]:
+    """One row per case (trial 0); adaptive rounds set each row's trial index themselves."""
+    return plan_rows([(case, 0) for case in cases])
+
+
+def make_task(settings: Settings, on_record: Any = None, budget: dict[str, int] | None = None) -> Any:
+    """The Braintrust task: one trial of one case (the runner also keeps it in the results store).
+
+    Rows carry their trial index; `on_record(case, trial_index, record or None)` hears of every
+    finished trial (evals/_adaptive.py)."""
+
+    async def task(input: str, hooks: Any) -> str:
+        case = _CASES[hooks.metadata["case_id"]]
+        trial_index = int(hooks.metadata.get("trial_index", hooks.trial_index))
+        try:
+            async with provider_slot(settings.model, budget or {}):
+                record: TrialRecord = await run_trial(case, trial_index, settings)
+        except BaseException:
+            if on_record is not None:
+                on_record(case, trial_index, None)
+            raise
+        if on_record is not None:
+            on_record(case, trial_index, record)
+        hooks.metadata.update(trial_metadata(record))
+        hooks.metadata["trial_key"] = trial_registry.register(record, case, readers=len(SCORERS))
+        hooks.span.log(metrics=trial_metrics(record))
+        return record.final_answer
+
+    return task

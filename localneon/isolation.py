@@ -1,0 +1,90 @@
+"""What a project's role sees of the shared cluster: its own databases and roles, never another project's.
+
+All projects live in one PostgreSQL cluster, and ``pg_database``, ``pg_roles`` (and ``pg_user``,
+``pg_stat_activity``, ``pg_stat_database``) are cluster-wide: read as any role they list every
+project's databases and roles (Neon's ``describe_branch`` lists
+``pg_database``, so a model saw other trials' database names). PostgreSQL ignores row security on
+system catalogs, so each project database gets a hidden schema ``pg_localneon`` (the ``pg_``
+prefix keeps it out of ``pg_dump`` and of every schema listing) holding filtered views of the same
+names, and the project role's ``search_path`` puts it before ``pg_catalog``: an unqualified
+``pg_database`` shows the branch database connected to (as a Neon branch's server would show its
+own), ``pg_roles`` the project's role, and the unfiltered catalogs are closed to it
+(a qualified ``pg_catalog.pg_database`` is refused, not leaked).
+
+``pg_stat_statements`` is installed the same way: the extension in ``pg_localneon_stats`` (off the
+search path), and a view of this database's own statements in ``pg_localneon``, so a query of
+``pg_stat_statements`` and a look at ``pg_extension`` work as on Neon, where the extension is
+available to every branch database. Branches are template copies, so they inherit all of it.
+
+The price: ``pg_catalog`` comes after ``public`` on the project role's path, so an object the user
+creates in ``public`` under a built-in's name (a table called ``text``) wins over the built-in, as
+PostgreSQL documents for such a path; Neon's default path would keep the built-in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+SCHEMA = "pg_localneon"
+STATS_SCHEMA = "pg_localneon_stats"
+# Unqualified names resolve here first; new objects still go to "public" (the first schema there).
+SEARCH_PATH = f'"$user", public, {SCHEMA}, pg_catalog'
+
+# The current database, if the caller's role owns it. On Neon a branch is its own server, whose
+# pg_database lists that branch's databases only; here every branch database is a database of one
+# cluster, so the view keeps just the one connected to (a branch has one database here).
+_OWN_DATABASE = "datname = pg_catalog.current_database() AND pg_catalog.pg_has_role(datdba, 'MEMBER')"
+# The cluster-wide catalogs and statistics views that name databases or roles, each filtered to the
+# caller's own.
+_VIEWS = {
+    "pg_database": f"SELECT * FROM pg_catalog.pg_database WHERE {_OWN_DATABASE}",
+    "pg_roles": "SELECT * FROM pg_catalog.pg_roles WHERE pg_catalog.pg_has_role(oid, 'MEMBER')",
+    "pg_user": "SELECT * FROM pg_catalog.pg_user WHERE pg_catalog.pg_has_role(usesysid, 'MEMBER')",
+    "pg_stat_activity": "SELECT * FROM pg_catalog.pg_stat_activity WHERE pg_catalog.pg_has_role(usesysid, 'MEMBER')",
+    "pg_stat_database": f"SELECT * FROM pg_catalog.pg_stat_database WHERE datid IN "
+    f"(SELECT oid FROM pg_catalog.pg_database WHERE {_OWN_DATABASE})",
+}
+# This database's statements run by the caller's own roles (the superuser's upkeep is left out).
+_STATS_VIEW = (
+    f"SELECT * FROM {STATS_SCHEMA}.pg_stat_statements WHERE pg_catalog.pg_has_role(userid, 'MEMBER') "
+    "AND dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())"
+)
+
+
+def seal_database(admin_conninfo: str) -> None:
+    """Give one new project database its filtered catalog views (run as the superuser, once).
+
+    A server without the contrib package (an external ``DATABASE_URL``) gets no statistics view;
+    only ``list_slow_queries`` needs it, and it says so."""
+    with psycopg.connect(admin_conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL allow_system_table_mods = on")  # the pg_ prefix is reserved otherwise
+        with_stats = bool(
+            conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_stat_statements'").fetchone()
+        )
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+        for name, body in _VIEWS.items():
+            conn.execute(
+                sql.SQL("CREATE VIEW {}.{} AS ").format(sql.Identifier(SCHEMA), sql.Identifier(name)) + sql.SQL(body)
+            )
+        if with_stats:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(STATS_SCHEMA)))
+            conn.execute(
+                sql.SQL("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA {}").format(
+                    sql.Identifier(STATS_SCHEMA)
+                )
+            )
+            conn.execute(
+                sql.SQL("CREATE VIEW {}.pg_stat_statements AS ").format(sql.Identifier(SCHEMA)) + sql.SQL(_STATS_VIEW)
+            )
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO PUBLIC").format(sql.Identifier(SCHEMA)))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO PUBLIC").format(sql.Identifier(SCHEMA)))
+        closed = sql.SQL(", ").join(sql.Identifier("pg_catalog", name) for name in _VIEWS)
+        conn.execute(sql.SQL("REVOKE SELECT ON {} FROM PUBLIC").format(closed))
+
+
+def seal_role(admin: psycopg.Connection[Any], role: str) -> None:
+    """Make the project role's unqualified catalog names resolve to the filtered views."""
+    admin.execute(sql.SQL("ALTER ROLE {} SET search_path = " + SEARCH_PATH).format(sql.Identifier(role)))

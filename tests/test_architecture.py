@@ -1,0 +1,97 @@
+"""The house rules that imports can break: no cycles, and each folder keeps to its role."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("harness", "scorers", "evals", "analysis", "localneon")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """Every project module `path` imports, at the top or inside a function (a cycle is a cycle)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        found.update(name for name in names if name in known)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    known = set(modules)
+    # A package's __init__ importing its own submodules is how packages work, not a cycle.
+    return {
+        name: {dep for dep in imports_of(path, known) if dep != name and not dep.startswith(name + ".")}
+        for name, path in modules.items()
+    }
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle, as the list of modules around it, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_between_project_modules() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+@pytest.mark.parametrize(
+    ("package", "must_not_import"),
+    [
+        ("harness", ("scorers", "evals", "analysis")),  # the harness runs a case and knows nothing about scoring
+        ("scorers", ("evals",)),  # scorers are pure functions of a trial's record
+        ("localneon", ("harness", "scorers", "evals", "analysis")),  # reached only through MCP and HTTP
+    ],
+)
+def test_each_folder_keeps_to_its_role(package: str, must_not_import: tuple[str, ...]) -> None:
+    graph = import_graph()
+    wrong = sorted(
+        f"{module} imports {dep}"
+        for module, deps in graph.items()
+        if module.split(".")[0] == package
+        for dep in deps
+        if dep.split(".")[0] in must_not_import
+    )
+    assert not wrong, "\n".join(wrong)
