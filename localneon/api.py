@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from localneon.api_account import account_routes
 from localneon.api_json import (
-    EPOCH,
     PG_VERSION,
     branch_json,
     created_json,
@@ -31,7 +31,7 @@ from localneon.api_json import (
     role_json,
 )
 from localneon.branching import Neon, Target, role_matches
-from localneon.catalog import Branch, iso
+from localneon.catalog import Branch
 from localneon.errors import InvalidRequest, LocalNeonError, NotFound
 from localneon.tools.branches import schema_diff
 
@@ -92,7 +92,9 @@ class Api:
         p = "/projects/{project_id}"
         b = p + "/branches/{branch_id}"
         return [
+            *account_routes(),
             Route("/projects", self.list_projects, methods=["GET"]),
+            Route("/projects/shared", self.shared_projects, methods=["GET"]),  # before {project_id}
             Route("/projects", self.create_project, methods=["POST"]),
             Route(p, self.get_project, methods=["GET"]),
             Route(p, self.delete_project, methods=["DELETE"]),
@@ -105,13 +107,13 @@ class Api:
             Route(b + "/schema", self.branch_schema, methods=["GET"]),
             Route(b + "/compare_schema", self.compare_schema, methods=["GET"]),
             Route(b + "/databases", self.branch_databases, methods=["GET"]),
+            Route(b + "/databases/{database_name}", self.branch_database, methods=["GET"]),
             Route(b + "/roles", self.branch_roles, methods=["GET"]),
             Route(b + "/endpoints", self.branch_endpoints, methods=["GET"]),
             Route(p + "/endpoints", self.project_endpoints, methods=["GET"]),
             Route(p + "/connection_uri", self.connection_uri, methods=["GET"]),
             Route(p + "/operations", self.list_operations, methods=["GET"]),
             Route(p + "/operations/{operation_id}", self.get_operation, methods=["GET"]),
-            Route("/users/me/organizations", self.organizations, methods=["GET"]),
         ]
 
     async def _run(self, fn: Callable[[], Response]) -> Response:
@@ -172,6 +174,15 @@ class Api:
             )
             payload = {"project": project_json(self.neon, created.project), **created_json(self.neon, created)}
             return JSONResponse(payload, status_code=201)
+
+        return await self._run(work)
+
+    async def shared_projects(self, request: Request) -> Response:
+        """Projects other accounts shared with this one: localneon has one account, so none."""
+
+        def work() -> Response:
+            _limit(request, 10)
+            return JSONResponse({"projects": [], "pagination": {"cursor": request.query_params.get("cursor") or ""}})
 
         return await self._run(work)
 
@@ -329,6 +340,14 @@ class Api:
 
         return await self._run(work)
 
+    async def branch_database(self, request: Request) -> Response:
+        def work() -> Response:
+            branch = self._branch(request)
+            database = self.neon.database(branch, request.path_params["database_name"])
+            return JSONResponse({"database": database_json(database)})
+
+        return await self._run(work)
+
     async def branch_roles(self, request: Request) -> Response:
         def work() -> Response:
             branch = self._branch(request)
@@ -393,20 +412,6 @@ class Api:
             return JSONResponse({"operation": operation_json(op)})
 
         return await self._run(work)
-
-    async def organizations(self, request: Request) -> Response:
-        from localneon.catalog import LOCAL_ORG_ID, LOCAL_ORG_NAME
-
-        org = {
-            "id": LOCAL_ORG_ID,
-            "name": LOCAL_ORG_NAME,
-            "handle": LOCAL_ORG_NAME,
-            "plan": "local",
-            "managed_by": "localneon",
-            "created_at": iso(EPOCH),
-            "updated_at": iso(EPOCH),
-        }
-        return JSONResponse({"organizations": [org]})
 
 
 def _tables_json(neon: Neon, t: Target) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from psycopg.conninfo import conninfo_to_dict
 from starlette.responses import JSONResponse
 
 from localneon.branching import Created, Neon, Target
@@ -25,7 +24,7 @@ def error(status: int, message: str, code: str = "") -> JSONResponse:
 
 # Serializers: shapes from the OpenAPI components (Project, Branch, Endpoint, ...)
 def _host(neon: Neon) -> str:
-    return str(conninfo_to_dict(neon.cluster.admin_conninfo).get("host") or "localhost")
+    return neon.cluster.public_host
 
 
 def project_json(neon: Neon, p: Project, *, list_item: bool = False) -> dict[str, Any]:
