@@ -76,6 +76,8 @@ async def list_surface(server: str, token: str | None) -> dict[str, Any]:
         parts = urlsplit(server)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         where = urlunsplit((parts.scheme, host, parts.path, parts.query, ""))
+    if token:  # a stdio server may take its key as an argument (Neon's 0.6.5 does)
+        where = where.replace(token, "[REDACTED]")
     return {
         "snapshot": {
             "server": where,
