@@ -35,6 +35,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from localneon.grants import strip_notices
 from localneon.surface import HINTS, Surface, SurfaceError, SurfaceTool, drift, tool_entry, unwrap
 
 EXCERPT = 40  # characters of each side shown where two descriptions first part
@@ -128,9 +129,12 @@ def description_drift(ours: dict[str, SurfaceTool], snapshot: dict[str, SurfaceT
     """One line per tool whose description differs: lengths, similarity (0-1) and where they part."""
     lines: list[str] = []
     for name, theirs in snapshot.items():
-        if name not in ours or ours[name].description == theirs.description:
+        if name not in ours:
             continue
-        here, there = ours[name].description, theirs.description
+        # Notices follow the grant a session runs under, not the tool: compared without them.
+        here, there = strip_notices(ours[name].description), strip_notices(theirs.description)
+        if here == there:
+            continue
         similarity = difflib.SequenceMatcher(None, here, there, autojunk=False).ratio()
         lines.append(
             f"{name}: description {len(here)} chars here, {len(there)} in the snapshot, similarity "
