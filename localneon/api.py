@@ -182,7 +182,7 @@ class Api:
 
         def work() -> Response:
             _limit(request, 10)
-            return JSONResponse({"projects": [], "pagination": {"cursor": request.query_params.get("cursor") or ""}})
+            return JSONResponse({"projects": []})  # no pagination: there is no next page
 
         return await self._run(work)
 

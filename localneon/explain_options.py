@@ -41,17 +41,17 @@ def without_neon_explain_options(text: str) -> str:
         statements = parse_sql(text)
     except ParseError:
         return text
-    encoded = text.encode()  # pglast's locations are byte offsets
-    pieces: list[bytes] = []
+    pieces: list[str] = []  # pglast's locations count characters of ``text``
     position = 0
     for raw in statements:
         replacement = _rewritten(raw.stmt)
         if replacement is None:
             continue
         start = raw.stmt_location or 0
-        end = start + raw.stmt_len if raw.stmt_len else len(encoded)
-        pieces += [encoded[position:start], replacement.encode()]
+        end = start + raw.stmt_len if raw.stmt_len else len(text)
+        lead = len(text[start:end]) - len(text[start:end].lstrip())  # whitespace after the previous ';'
+        pieces += [text[position : start + lead], replacement]
         position = end
     if not pieces:
         return text
-    return (b"".join(pieces) + encoded[position:]).decode()
+    return "".join(pieces) + text[position:]

@@ -235,6 +235,7 @@ def _result_json(result: PGresult, request: SqlRequest) -> dict[str, Any]:
 
 
 _OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QUERY)
+_COPY = (pq.ExecStatus.COPY_IN, pq.ExecStatus.COPY_OUT, pq.ExecStatus.COPY_BOTH)
 
 
 def _exec(conn: PGconn, text: str, params: list[str | None] | None = None) -> PGresult:
@@ -243,6 +244,8 @@ def _exec(conn: PGconn, text: str, params: list[str | None] | None = None) -> PG
     else:
         encoded = [p.encode() if p is not None else None for p in params]
         result = conn.exec_params(without_neon_explain_options(text).encode(), encoded)
+    if result.status in _COPY:
+        raise SqlHttpError("COPY is not available over /sql: use INSERT, or a PostgreSQL client over TCP")
     if result.status not in _OK:
         raise _error(result, conn)
     return result
