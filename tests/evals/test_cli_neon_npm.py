@@ -10,8 +10,11 @@ install adds `npm ci` of ~525 MB, about two minutes here, printed by the fixture
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,3 +138,33 @@ def test_the_careful_agent_reads_0_6_5s_answers(run: dict[str, Any]) -> None:
     read = _record(run, "read-describe-posts", "oracle")
     assert read.tool_annotations and not any(read.tool_annotations.values())  # 0.6.5 declares none
     assert [call.name for call in read.tool_calls] == ["describe_table_schema"]
+
+
+def test_a_loopback_server_that_is_not_localneon_stops_the_run_at_start(tmp_path: Path) -> None:
+    """A Next.js build of Neon's server at /api/mcp answers HTML 404 under /api/api/v2: no trial may
+    start on a guessed API; the run says which variable to set."""
+
+    class NotNeon(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<!DOCTYPE html><html><body>404</body></html>"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotNeon)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/api/mcp"
+        env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_SERVER=url)
+        completed = run_cli(env, "evals/eval_tool_selection.py", timeout=120)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    assert "does not answer as localneon" in completed.stderr and "Set NEON_API_URL" in completed.stderr
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("trials.jsonl"))
