@@ -303,7 +303,9 @@ def test_a_case_that_asks_for_no_change_is_answered_with_read_only_tools() -> No
 
 
 # Neon's published 0.6.5 lists every tool without annotations.
-UNANNOTATED = {name: {} for name in ("describe_table_schema", "run_sql", "delete_branch", COMPLETE, PREPARE, "t_new")}
+UNANNOTATED: dict[str, dict[str, Any]] = {
+    name: {} for name in ("describe_table_schema", "run_sql", "delete_branch", COMPLETE, PREPARE, "t_new")
+}
 
 
 def test_a_server_without_annotations_is_judged_by_neons_conventions_not_failed_wholesale() -> None:
