@@ -105,7 +105,7 @@ def warn_unpinned(settings: Settings) -> None:
     label = pinned_label() if settings.server == NAMED_SERVER else name
     print(
         f"harness: WARNING: the stdio server {label} cannot be pinned to the trial's project (a stdio "
-        "command has no URL grant): the model sees all of its tools, account tools such as "
+        "command has no URL grant): the model sees all of its tools, for Neon's servers the account tools "
         f"{', '.join(ACCOUNT_TOOLS)} included, and every project its API key reaches. Trials still run "
         "in their own project; what the model does elsewhere is not undone.",
         file=sys.stderr,
