@@ -123,7 +123,8 @@ async def test_the_fetch_preload_sends_the_servers_sql_to_the_twin(endpoints: Se
     """sql-fetch.mjs (for builds that bundle the driver) works on 0.6.5 too: it wraps the global fetch."""
     env = server_environment(endpoints.api_url, TOKEN)
     target = neon_npm_target(env, TOKEN)
-    target.args[1] = (SEAM / "sql-fetch.mjs").as_uri()
+    sql_preload = target.args.index((SEAM / "sql-endpoint.mjs").as_uri())
+    target.args[sql_preload] = (SEAM / "sql-fetch.mjs").as_uri()
     project = (await api.create_project("eval-published-fetch-preload"))["project"]["id"]
     try:
         async with connect(target) as connection:
@@ -179,3 +180,34 @@ def test_drift_says_what_0_6_5_lacks(endpoints: ServerEndpoints, tmp_path: Path)
     assert "complete_database_migration: parameter applyChanges is here but not in the snapshot" in lines
     described = [line for line in lines if line.startswith("prepare_database_migration: description ")]
     assert len(described) == 1 and "in the snapshot, similarity 0." in described[0]
+
+
+def test_the_key_0_6_5_takes_as_an_argument_stays_out_of_its_stderr() -> None:
+    """0.6.5 prints a failed start-up call whole, its Authorization header included."""
+    key = "napi-must-not-be-printed-7c1e"
+    target = neon_npm_target(server_environment("http://127.0.0.1:9/api/v2", key), key)
+    env = {"PATH": os.environ["PATH"], **(target.env or {})}
+    done = subprocess.run(
+        [target.command, *target.args],
+        cwd=target.cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and "Server error" in done.stderr  # GET /auth failed: it exits at start
+    assert key not in done.stderr and "Bearer [REDACTED]" in done.stderr
+    at = target.args.index((SEAM / "redact-key.mjs").as_uri())
+    bare = subprocess.run(
+        [target.command, *target.args[: at - 1], *target.args[at + 1 :]],
+        cwd=target.cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert key in bare.stderr  # without the preload the key is printed: the test can fail

@@ -11,8 +11,9 @@ harness's environment (model keys, Braintrust's key) leaks into it:
 - telemetry off for Neon's code: `SENTRY_DSN=` (empty: no Sentry), `ANALYTICS_WRITE_KEY=`,
   `NEXT_TELEMETRY_DISABLED=1`.
 `EVAL_SERVER=neon-npm` runs Neon's published server (installed from the lock file) with
-`--no-analytics`, the SQL preload, and an empty working directory of its own: it loads the `.env`
-of its working directory, and the suite's `.env` holds the suite's secrets.
+`--no-analytics`, the SQL preload, a preload that keeps its key out of its stderr, and an empty
+working directory of its own: it loads the `.env` of its working directory, and the suite's `.env`
+holds the suite's secrets.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from harness.servers.neon.published.pin import NAMED_SERVER, SEAM, pinned_label
 PASSED_THROUGH = ("LOCALNEON_PGDATA", "DATABASE_URL", "VIRTUAL_ENV", "PYTHONPATH")
 TELEMETRY_OFF = {"SENTRY_DSN": "", "ANALYTICS_WRITE_KEY": "", "NEXT_TELEMETRY_DISABLED": "1"}
 SQL_PRELOAD = SEAM / "sql-endpoint.mjs"
+KEY_PRELOAD = SEAM / "redact-key.mjs"  # its start-up errors print request headers, the key among them
 # Tools that act on the whole account, which a pinned session would not list (Neon's project-scoped mode).
 ACCOUNT_TOOLS = ("list_projects", "list_organizations", "list_shared_projects", "create_project", "delete_project")
 _WARNED: set[str] = set()
@@ -62,16 +64,17 @@ def stdio_target(settings: Settings, api_url: str, api_key: str | None) -> Stdio
 
 
 def neon_npm_target(env: dict[str, str], api_key: str | None) -> StdioServerParameters:
-    """`node --import sql-endpoint.mjs .../dist/index.js start <key> --no-analytics`, from an empty folder.
-
-    0.6.5 takes its key only as an argument (it has no variable for it)."""
+    """`node --import redact-key.mjs --import sql-endpoint.mjs .../dist/index.js start <key> --no-analytics`,
+    from an empty folder. 0.6.5 takes its key only as an argument (it has no variable for it), and
+    prints it with any start-up error: the first preload keeps it out of stderr."""
     try:
         folder = ensure_installed()
     except NpmInstallError as error:
         raise ConfigError(f"EVAL_SERVER={NAMED_SERVER}: {error}") from None
     if not api_key:
         raise ConfigError(f"EVAL_SERVER={NAMED_SERVER} with NEON_API_URL needs NEON_API_KEY, which is not set")
-    args = ["--import", SQL_PRELOAD.as_uri(), str(server_entry(folder)), "start", api_key, "--no-analytics"]
+    preloads = ["--import", KEY_PRELOAD.as_uri(), "--import", SQL_PRELOAD.as_uri()]
+    args = [*preloads, str(server_entry(folder)), "start", api_key, "--no-analytics"]
     return StdioServerParameters(command="node", args=args, env=env, cwd=empty_workdir())
 
 
