@@ -61,6 +61,7 @@ def experiment_metadata(
         "eval": eval_name,
         "model": settings.model,
         "server": settings.scrub(settings.server),
+        "server_identity": settings.server_identity,  # e.g. the npm package and version it runs
         "tool_count": view if isinstance(view, str) else view[0],
         "tool_view_hash": None if isinstance(view, str) else view[1],
         "description_variant": settings.description_variant,

@@ -88,6 +88,7 @@ def test_the_published_server_is_named_by_package_and_version(run: dict[str, Any
     for eval_name in EVALS:
         metadata = _experiment(run, eval_name, "oracle")["metadata"]
         assert metadata["comparison_key"] == f"{eval_name}|control:oracle|{LABEL}|default|0"
+        assert (metadata["server"], metadata["server_identity"]) == ("neon-npm", LABEL)
         assert metadata["tool_count"] == 23  # 0.6.5 lists 23 tools, none pinned away
     assert "cannot be pinned to the trial's project" in run["stderr"] and "delete_project" in run["stderr"]
     assert all(record.outcome == "ok" for record in run["records"]), [r.error for r in run["records"]]
