@@ -82,7 +82,7 @@ class TrialRunner:
         return self
 
     async def _build_backend(self) -> Backend:
-        if self.settings.server_kind in ("local", "stdio"):
+        if self.settings.uses_local_server:
             if self._server is None:
                 self._server = LocalServer(token=self._token, descriptions=self.settings.server_descriptions)
             self._endpoints = await self._server.start()
