@@ -7,7 +7,6 @@ work is synchronous, so every returned operation is already ``finished``.
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from localneon.api_json import (
     database_json,
     endpoint_json,
     error,
+    json_body,
     operation_json,
     project_json,
     role_json,
@@ -38,19 +38,6 @@ from localneon.tools.branches import schema_diff
 
 
 # Request helpers
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InvalidRequest("request body must be a JSON object")
-    return data
-
-
 def _limit(request: Request, default: int, maximum: int = 400) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
@@ -155,7 +142,7 @@ class Api:
 
     async def create_project(self, request: Request) -> Response:
         try:
-            body = await _body(request)
+            body = await json_body(request)
         except LocalNeonError as exc:
             return error(exc.status, exc.message)
 
@@ -227,7 +214,7 @@ class Api:
 
     async def create_branch(self, request: Request) -> Response:
         try:
-            body = await _body(request)
+            body = await json_body(request)
         except LocalNeonError as exc:
             return error(exc.status, exc.message)
 
@@ -280,7 +267,7 @@ class Api:
 
     async def restore_branch(self, request: Request) -> Response:
         try:
-            body = await _body(request)
+            body = await json_body(request)
         except LocalNeonError as exc:
             return error(exc.status, exc.message)
 

@@ -5,13 +5,16 @@ cloud parse them unchanged.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from localneon.branching import Created, Neon, Target
 from localneon.catalog import Branch, Database, Endpoint, Operation, Project, iso
+from localneon.errors import InvalidRequest
 
 PG_VERSION = 18
 REGION = "local"
@@ -186,3 +189,17 @@ def created_json(neon: Neon, c: Created) -> dict[str, Any]:
         "connection_uris": [connection_details(neon, t) for t in targets],
         "operations": [operation_json(o) for o in c.operations],
     }
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """A request's JSON object body ({} when empty); anything else is an InvalidRequest naming why."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest("request body must be a JSON object")
+    return data
