@@ -24,7 +24,7 @@ from harness.servers.neon.backend import api_url_for
 from harness.servers.neon.conventions import conventional_annotations
 from harness.servers.neon.published.install import ensure_installed, server_entry
 from harness.servers.neon.published.pin import SEAM
-from harness.servers.neon.stdio import empty_workdir, neon_npm_target, server_environment
+from harness.servers.neon.stdio import KEY_PLACEHOLDER, empty_workdir, neon_npm_target, server_environment
 from localneon.snapshot import own_tools
 from tests.harness.conftest import TOKEN, make_case, settings_from
 
@@ -72,7 +72,8 @@ def test_a_stdio_server_gets_what_it_needs_and_nothing_of_the_harness(monkeypatc
         "NEON_API_KEY": "token-for-that-api",
     } | ({"VIRTUAL_ENV": env["VIRTUAL_ENV"]} if "VIRTUAL_ENV" in env else {})
     target = neon_npm_target(env, "token-for-that-api")
-    assert target.command == "node" and target.args[-3:] == ["start", "token-for-that-api", "--no-analytics"]
+    assert target.command == "node" and target.args[-3:] == ["start", KEY_PLACEHOLDER, "--no-analytics"]
+    assert not any("token-for-that-api" in arg for arg in target.args)  # a command line is readable by anyone
     assert Path(str(target.cwd)) == empty_workdir() and not any(empty_workdir().iterdir())  # no .env to load
 
 
@@ -182,8 +183,9 @@ def test_drift_says_what_0_6_5_lacks(endpoints: ServerEndpoints, tmp_path: Path)
     assert len(described) == 1 and "in the snapshot, similarity 0." in described[0]
 
 
-def test_the_key_0_6_5_takes_as_an_argument_stays_out_of_its_stderr() -> None:
-    """0.6.5 prints a failed start-up call whole, its Authorization header included."""
+def test_the_key_0_6_5_takes_as_an_argument_stays_out_of_its_stderr_and_command_line() -> None:
+    """0.6.5 prints a failed start-up call whole, its Authorization header included; the preload
+    swaps the key in from the environment, so the command line carries only a placeholder."""
     key = "napi-must-not-be-printed-7c1e"
     target = neon_npm_target(server_environment("http://127.0.0.1:9/api/v2", key), key)
     env = {"PATH": os.environ["PATH"], **(target.env or {})}
@@ -198,10 +200,13 @@ def test_the_key_0_6_5_takes_as_an_argument_stays_out_of_its_stderr() -> None:
         check=False,
     )
     assert done.returncode == 1 and "Server error" in done.stderr  # GET /auth failed: it exits at start
-    assert key not in done.stderr and "Bearer [REDACTED]" in done.stderr
+    assert key not in " ".join(target.args)
+    # The key the server sent is the environment's (redacted), not the placeholder of its arguments.
+    assert key not in done.stderr and "Bearer [REDACTED]" in done.stderr and KEY_PLACEHOLDER not in done.stderr
     at = target.args.index((SEAM / "redact-key.mjs").as_uri())
+    on_command_line = [key if arg == KEY_PLACEHOLDER else arg for arg in target.args]
     bare = subprocess.run(
-        [target.command, *target.args[: at - 1], *target.args[at + 1 :]],
+        [target.command, *on_command_line[: at - 1], *on_command_line[at + 1 :]],
         cwd=target.cwd,
         env=env,
         stdin=subprocess.DEVNULL,

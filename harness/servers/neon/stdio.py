@@ -37,6 +37,9 @@ PASSED_THROUGH = ("LOCALNEON_PGDATA", "DATABASE_URL", "VIRTUAL_ENV", "PYTHONPATH
 TELEMETRY_OFF = {"SENTRY_DSN": "", "ANALYTICS_WRITE_KEY": "", "NEXT_TELEMETRY_DISABLED": "1"}
 SQL_PRELOAD = SEAM / "sql-endpoint.mjs"
 KEY_PRELOAD = SEAM / "redact-key.mjs"  # its start-up errors print request headers, the key among them
+# What the server's command line carries instead of the key (any user can read a command line); the
+# key preload swaps the key in from NEON_API_KEY before the server's code reads its arguments.
+KEY_PLACEHOLDER = "key-from-NEON_API_KEY"
 # Tools that act on the whole account, which a pinned session would not list (Neon's project-scoped mode).
 ACCOUNT_TOOLS = ("list_projects", "list_organizations", "list_shared_projects", "create_project", "delete_project")
 _WARNED: set[str] = set()
@@ -64,9 +67,10 @@ def stdio_target(settings: Settings, api_url: str, api_key: str | None) -> Stdio
 
 
 def neon_npm_target(env: dict[str, str], api_key: str | None) -> StdioServerParameters:
-    """`node --import redact-key.mjs --import sql-endpoint.mjs .../dist/index.js start <key> --no-analytics`,
+    """`node --import redact-key.mjs --import sql-endpoint.mjs .../dist/index.js start <placeholder> --no-analytics`,
     from an empty folder. 0.6.5 takes its key only as an argument (it has no variable for it), and
-    prints it with any start-up error: the first preload keeps it out of stderr."""
+    prints it with any start-up error: the first preload swaps the key in from the environment, so it
+    is never on the command line, and keeps it out of stderr."""
     try:
         folder = ensure_installed()
     except NpmInstallError as error:
@@ -74,7 +78,7 @@ def neon_npm_target(env: dict[str, str], api_key: str | None) -> StdioServerPara
     if not api_key:
         raise ConfigError(f"EVAL_SERVER={NAMED_SERVER} with NEON_API_URL needs NEON_API_KEY, which is not set")
     preloads = ["--import", KEY_PRELOAD.as_uri(), "--import", SQL_PRELOAD.as_uri()]
-    args = [*preloads, str(server_entry(folder)), "start", api_key, "--no-analytics"]
+    args = [*preloads, str(server_entry(folder)), "start", KEY_PLACEHOLDER, "--no-analytics"]
     return StdioServerParameters(command="node", args=args, env=env, cwd=empty_workdir())
 
 
