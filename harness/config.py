@@ -56,6 +56,9 @@ class Settings(BaseModel):
     neon_mcp_url: str = DEFAULT_NEON_MCP_URL
     neon_project_pool: tuple[str, ...] = ()
     neon_golden_branch: str = "golden"
+    # EVAL_LOCAL_POOL: local runs reuse projects per fixture (None: as many as run at once; N: at most N;
+    # 0, written "off": a fresh project per trial). harness.servers.neon.local_pool says why.
+    local_pool: int | None = Field(default=None, ge=0)
     max_turns: int = Field(default=12, ge=1)
     max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     temperature: float | None = None
@@ -281,6 +284,21 @@ def _models(env: Mapping[str, str], provider_values: Mapping[str, str]) -> tuple
     return (DEFAULT_MODEL,), None
 
 
+def _local_pool(env: Mapping[str, str]) -> int | None:
+    """`EVAL_LOCAL_POOL`: unset or `auto` (None), `off` (0), or a number of projects per fixture."""
+    raw = (_get(env, "EVAL_LOCAL_POOL") or "auto").lower()
+    if raw == "auto":
+        return None
+    if raw == "off":
+        return 0
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(
+            f"EVAL_LOCAL_POOL must be 'auto' (a project per trial running at once, per fixture), 'off' "
+            f"(a fresh project per trial) or a whole number of projects per fixture of at least 1, got {raw!r}"
+        )
+    return int(raw)
+
+
 def _parse(env: Mapping[str, str]) -> Settings:
     values: dict[str, Any] = {}
     provider_env = tuple((var.name, SecretStr(value)) for var in declared_env() if (value := _get(env, var.name)))
@@ -311,6 +329,7 @@ def _parse(env: Mapping[str, str]) -> Settings:
         if not values["neon_project_pool"]:
             raise ConfigError("EVAL_SERVER=neon needs NEON_PROJECT_POOL (comma-separated dedicated project ids)")
 
+    values["local_pool"] = _local_pool(env)
     for name, field, kind in (
         ("EVAL_MAX_TURNS", "max_turns", int),
         ("EVAL_MAX_TOKENS", "max_tokens", int),

@@ -137,8 +137,8 @@ class TrialRunner:
         """Close clients; stop the server this runner started."""
         self.started = False
         if self.backend is not None:
-            await self.backend.api.aclose()
-            self.backend = None
+            backend, self.backend = self.backend, None
+            await backend.aclose()  # a local pool's projects are deleted here
         if self.provider is not None:
             await self.provider.aclose()
             self.provider = None

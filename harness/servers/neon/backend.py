@@ -10,7 +10,8 @@ so it asks for `NEON_API_URL` instead of inventing an address that does not exis
 Every URL trial's MCP session is pinned to the trial's own project with Neon's URL grant
 (`?projectId=...`, plus `readonly` and `category` from the case's grant), so the model can
 neither see another trial's project nor reach the project tools of the account. A stdio server
-cannot be pinned: the run says so loudly (`stdio.warn_unpinned`).
+cannot be pinned: the run says so loudly (`stdio.warn_unpinned`). Local runs hold their projects in
+a pool (`local_pool`), so trials on one project see the same tool list.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from harness.cases import Grant
 from harness.config import DEFAULT_NEON_API_URL, ConfigError, Settings
 from harness.mcp.server_process import ServerEndpoints
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.local_pool import LocalPoolSandbox
 from harness.servers.neon.pool import ProjectPool, parse_pool, shared_pool
 from harness.servers.neon.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, project_name
 from harness.servers.neon.stdio import install_before_start, stdio_target, warn_unpinned
@@ -52,6 +54,13 @@ class Backend:
             return self.mcp_target
         return pinned_url(self.mcp_target, project_id, grant)
 
+    async def aclose(self) -> None:
+        """Delete what the sandbox keeps between trials (a local pool's projects), then close the client."""
+        try:
+            await self.sandbox.aclose()
+        finally:
+            await self.api.aclose()
+
     @asynccontextmanager
     async def probe_project(self) -> AsyncIterator[str]:
         """A project to list tools under, as a trial would see them (a pool project, or a throwaway one)."""
@@ -60,7 +69,7 @@ class Backend:
             async with pool.hold(next(iter(pool.projects))) as project_id:
                 yield project_id
             return
-        run_id = self.sandbox.run_id if isinstance(self.sandbox, LocalProjectSandbox) else "probe"
+        run_id = self.sandbox.run_id if isinstance(self.sandbox, LocalProjectSandbox | LocalPoolSandbox) else "probe"
         body = await self.api.create_project(project_name(run_id, "probe"))
         try:
             yield str(body["project"]["id"])
@@ -161,7 +170,12 @@ def local_backend(settings: Settings, endpoints: ServerEndpoints, token: str | N
     if settings.server_kind == "stdio":
         target = stdio_target(settings, endpoints.api_url, token)
         warn_unpinned(settings)
-    return Backend(target, headers, api, LocalProjectSandbox(api, settings.run_id))
+    sandbox: Sandbox
+    if settings.local_pool == 0:  # EVAL_LOCAL_POOL=off: a fresh project per trial
+        sandbox = LocalProjectSandbox(api, settings.run_id)
+    else:
+        sandbox = LocalPoolSandbox(api, settings.run_id, settings.local_pool)
+    return Backend(target, headers, api, sandbox)
 
 
 def project_pool(settings: Settings, api_url: str) -> ProjectPool:
