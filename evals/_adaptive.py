@@ -302,7 +302,7 @@ def define_rounds(
             if len(group) > 1:
                 metadata["ab_arm"] = arm
             decoy_part = f" · {settings.decoys} decoys" if sweep or settings.decoys else ""
-            name = f"{eval_name} · {title} · {settings.server_kind} · {metadata['description_variant']}{decoy_part}"
+            name = f"{eval_name} · {title} · {settings.server_label} · {metadata['description_variant']}{decoy_part}"
             Eval(
                 project,
                 experiment_name=name,

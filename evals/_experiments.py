@@ -38,8 +38,7 @@ def sending_logs() -> bool:
 
 def comparison_key(eval_name: str, settings: Settings) -> str:
     """Experiments with equal keys measure the same thing and are compared with each other."""
-    server = settings.scrub(settings.server)
-    return f"{eval_name}|{settings.model}|{server}|{settings.description_variant}|{settings.decoys}"
+    return f"{eval_name}|{settings.model}|{settings.server_identity}|{settings.description_variant}|{settings.decoys}"
 
 
 def short_hash(text: str | None) -> str | None:
@@ -62,6 +61,7 @@ def experiment_metadata(
         "eval": eval_name,
         "model": settings.model,
         "server": settings.scrub(settings.server),
+        "server_identity": settings.server_identity,  # e.g. the npm package and version it runs
         "tool_count": view if isinstance(view, str) else view[0],
         "tool_view_hash": None if isinstance(view, str) else view[1],
         "description_variant": settings.description_variant,

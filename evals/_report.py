@@ -1,7 +1,9 @@
 """The Braintrust reporter for every eval here: Braintrust's own summary, plus what it does not compute.
 
 For each experiment it prints per-score pass rates with 95% Wilson intervals, pass^k, unscorable
-counts and infrastructure errors (counted apart from accuracy). `report_run` applies the run gate
+counts and infrastructure errors (counted apart from accuracy). `report_run` prints the prompt
+cache over the whole run (the share of input tokens read from it, and how many distinct tool lists
+the trials saw: trials that share one read what an earlier trial wrote), then applies the run gate
 (`evals._gate`: failed tasks, infrastructure and judge error shares, floors in `EVAL_MIN_PASS`,
 lost uploads, lost result records) and returns False, so the CLI exits 1, printing every reason.
 """
@@ -72,9 +74,39 @@ def usage_totals(results: list[Any]) -> dict[str, Any]:
     return {"cache_hit_ratio": cache_hit_ratio(usages), **judge_totals(trials)}
 
 
+_RUN_TRIALS: list[dict[str, Any]] = []  # every experiment's trials, for the run's cache line
+
+
+def run_cache(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """The prompt cache over the whole run: the share of input tokens read from it (trials that share
+    a tool list, as a local pool's trials on one project do, read what an earlier trial wrote), the
+    tokens behind that share, and how many distinct tool lists (`tool_view_hash`) the trials saw."""
+    usages = [Usage.model_validate(trial.get("usage") or {}) for trial in trials]
+    hashes = {str(trial["tool_view_hash"]) for trial in trials if trial.get("tool_view_hash")}
+    return {
+        "cache_read_share": cache_hit_ratio(usages),
+        "input_tokens": sum(usage.prompt_tokens for usage in usages),
+        "cache_read_input_tokens": sum(usage.cache_read_input_tokens for usage in usages),
+        "cache_creation_input_tokens": sum(usage.cache_creation_input_tokens for usage in usages),
+        "trials": len(trials),
+        "tool_views": len(hashes),
+    }
+
+
+def render_run_cache(cache: dict[str, Any]) -> str:
+    share = cache["cache_read_share"]
+    read = "no input tokens" if share is None else f"{share:.1%} of {cache['input_tokens']:,} input tokens"
+    return (
+        f"run: prompt cache read {read} ({cache['cache_read_input_tokens']:,} read, "
+        f"{cache['cache_creation_input_tokens']:,} written) over {cache['trials']} trial(s) "
+        f"with {cache['tool_views']} distinct tool list(s)"
+    )
+
+
 def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> ExperimentReport:
     summary = summarise([trial_scores(item) for item in result.results])
     usage = usage_totals(result.results)
+    _RUN_TRIALS.extend(_trial_fields(item.metadata or {}) for item in result.results)
     failures = [item for item in result.results if item.error]
     title = evaluator.experiment_name or evaluator.eval_name
     infra = [item for item in result.results if trial_scores(item).outcome == "infra_error"]
@@ -127,6 +159,9 @@ def report_run(reports: list[ExperimentReport], verbose: bool, jsonl: bool) -> b
     rows, folder = lost_rows()
     reasons += run_failures(rows, str(folder) if folder else None, _lost_records())
     trial_registry.forget()
+    cache = run_cache(_RUN_TRIALS)
+    _RUN_TRIALS.clear()
+    print(json.dumps({"run": {"cache": cache}}) if jsonl else render_run_cache(cache))
     for reason in reasons:
         print(f"FAIL {reason}", file=sys.stderr)
     return not reasons

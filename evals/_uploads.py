@@ -50,6 +50,7 @@ def trial_metadata(record: TrialRecord) -> dict[str, Any]:
         "duration_s": record.duration_s,
         "started_at": record.started_at,  # with case id and index, keys the judge's spend (scorers.judge)
         "usage": record.usage.model_dump(mode="json"),  # a few counts: the cache hit ratio per experiment
+        "tool_view_hash": record.config.tool_view_hash,  # trials with one hash share their cacheable prefix
     }
 
 

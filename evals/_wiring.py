@@ -114,7 +114,7 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
         run_part = f" · {settings.run_id}" if shard else ""
         Eval(
             project,
-            experiment_name=f"{eval_name} · {model} · {settings.server_kind} · {variant}{decoy_part}{run_part}",
+            experiment_name=f"{eval_name} · {model} · {settings.server_label} · {variant}{decoy_part}{run_part}",
             data=plan_rows(plan),
             task=make_task(settings, budget=budget),
             scores=[observed(scorer) for scorer in SCORERS],

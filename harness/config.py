@@ -8,6 +8,7 @@ any text the harness records (tool results, errors).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -24,6 +25,7 @@ from harness.models.providers.control import FALLBACK_MODELS
 from harness.models.providers.registry import declared_env, provider_spec, provider_specs, rules_for
 from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning
 from harness.recording.redact import redact_connection_passwords
+from harness.servers.neon.published.pin import NAMED_SERVER, pinned_label
 
 DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
 DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"
@@ -45,7 +47,7 @@ class Settings(BaseModel):
     fallback_reason: str | None = None  # why a control agent replaced the default model
     # (variable, value) for every variable a registered provider declares and the environment sets
     provider_env: tuple[tuple[str, SecretStr], ...] = ()
-    server: str = "local"  # "local" | "neon" | http(s) URL | stdio command
+    server: str = "local"  # "local" | "neon" | "neon-npm" | http(s) URL | stdio command
     neon_api_key: SecretStr | None = None
     neon_api_url: str = DEFAULT_NEON_API_URL
     neon_api_url_set: bool = False  # NEON_API_URL was given (a URL server's API is never guessed)
@@ -54,6 +56,9 @@ class Settings(BaseModel):
     neon_mcp_url: str = DEFAULT_NEON_MCP_URL
     neon_project_pool: tuple[str, ...] = ()
     neon_golden_branch: str = "golden"
+    # EVAL_LOCAL_POOL: local runs reuse projects per fixture (None: as many as run at once; N: at most N;
+    # 0, written "off": a fresh project per trial). harness.servers.neon.local_pool says why.
+    local_pool: int | None = Field(default=None, ge=0)
     max_turns: int = Field(default=12, ge=1)
     max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     temperature: float | None = None
@@ -83,12 +88,33 @@ class Settings(BaseModel):
 
     @property
     def server_kind(self) -> str:
-        """ "local", "neon", "url" or "stdio"."""
+        """ "local", "neon", "url" or "stdio" (`neon-npm` is a stdio server: Neon's published one)."""
         if self.server in ("local", "neon"):
             return self.server
         if self.server.startswith(("http://", "https://")):
             return "url"
         return "stdio"
+
+    @property
+    def uses_local_server(self) -> bool:
+        """The harness starts its own localneon: for itself, or as the API of a stdio server without
+        `NEON_API_URL` (given one, a stdio server's projects live there instead)."""
+        return self.server_kind == "local" or (self.server_kind == "stdio" and not self.neon_api_url_set)
+
+    @property
+    def server_identity(self) -> str:
+        """The server under test as comparison keys name it: stable across runs (a stdio server by its
+        package and version, never by a command's ports or secrets)."""
+        if self.server == NAMED_SERVER:
+            return pinned_label()
+        if self.server_kind == "stdio":
+            return stdio_label(self.scrub(self.server))
+        return self.server_kind if self.server_kind in ("local", "neon") else self.scrub(self.server)
+
+    @property
+    def server_label(self) -> str:
+        """The server in experiment names: its kind, or for a stdio server its stable identity."""
+        return self.server_identity if self.server_kind == "stdio" else self.server_kind
 
     def for_model(self, model: str) -> Settings:
         """A copy that runs `model` (one of a comma-separated EVAL_MODEL list); keys and rules are checked."""
@@ -146,6 +172,29 @@ class Settings(BaseModel):
             for notice in notices:
                 print(f"harness: WARNING: {notice}", file=sys.stderr, flush=True)
         return settings
+
+
+def stdio_label(command: str) -> str:
+    """A stdio command line without what changes between runs: a port (`--port=51234`, `:51234`),
+    a temporary folder; a package run from node_modules is named by its package.json."""
+    for word in command.split():
+        found = _package_of(word)
+        if found:
+            return found
+    command = re.sub(r"(?<=[:=])\d{2,5}\b", "<port>", command)
+    return re.sub(r"/tmp/[^\s]+", "<tmp>", command)
+
+
+def _package_of(word: str) -> str | None:
+    """`name@version` of the npm package a path inside node_modules belongs to, if it is one."""
+    match = re.search(r"^(.*/node_modules/(?:@[^/]+/)?[^/]+)/", word)
+    if not match:
+        return None
+    try:
+        manifest = json.loads(Path(match.group(1), "package.json").read_text(encoding="utf-8"))
+        return f"{manifest['name']}@{manifest['version']}"
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def new_run_id() -> str:
@@ -235,6 +284,21 @@ def _models(env: Mapping[str, str], provider_values: Mapping[str, str]) -> tuple
     return (DEFAULT_MODEL,), None
 
 
+def _local_pool(env: Mapping[str, str]) -> int | None:
+    """`EVAL_LOCAL_POOL`: unset or `auto` (None), `off` (0), or a number of projects per fixture."""
+    raw = (_get(env, "EVAL_LOCAL_POOL") or "auto").lower()
+    if raw == "auto":
+        return None
+    if raw == "off":
+        return 0
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(
+            f"EVAL_LOCAL_POOL must be 'auto' (a project per trial running at once, per fixture), 'off' "
+            f"(a fresh project per trial) or a whole number of projects per fixture of at least 1, got {raw!r}"
+        )
+    return int(raw)
+
+
 def _parse(env: Mapping[str, str]) -> Settings:
     values: dict[str, Any] = {}
     provider_env = tuple((var.name, SecretStr(value)) for var in declared_env() if (value := _get(env, var.name)))
@@ -265,6 +329,7 @@ def _parse(env: Mapping[str, str]) -> Settings:
         if not values["neon_project_pool"]:
             raise ConfigError("EVAL_SERVER=neon needs NEON_PROJECT_POOL (comma-separated dedicated project ids)")
 
+    values["local_pool"] = _local_pool(env)
     for name, field, kind in (
         ("EVAL_MAX_TURNS", "max_turns", int),
         ("EVAL_MAX_TOKENS", "max_tokens", int),

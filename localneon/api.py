@@ -7,7 +7,6 @@ work is synchronous, so every returned operation is already ``finished``.
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from collections.abc import Callable
@@ -18,39 +17,27 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from localneon.api_account import account_routes
 from localneon.api_auth import auth_routes
 from localneon.api_json import (
-    EPOCH,
     PG_VERSION,
     branch_json,
     created_json,
     database_json,
     endpoint_json,
     error,
+    json_body,
     operation_json,
     project_json,
     role_json,
 )
 from localneon.branching import Neon, Target, role_matches
-from localneon.catalog import Branch, iso
+from localneon.catalog import Branch
 from localneon.errors import InvalidRequest, LocalNeonError, NotFound
 from localneon.tools.branches import schema_diff
 
 
 # Request helpers
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InvalidRequest("request body must be a JSON object")
-    return data
-
-
 def _limit(request: Request, default: int, maximum: int = 400) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
@@ -93,7 +80,9 @@ class Api:
         p = "/projects/{project_id}"
         b = p + "/branches/{branch_id}"
         return [
+            *account_routes(),
             Route("/projects", self.list_projects, methods=["GET"]),
+            Route("/projects/shared", self.shared_projects, methods=["GET"]),  # before {project_id}
             Route("/projects", self.create_project, methods=["POST"]),
             Route(p, self.get_project, methods=["GET"]),
             Route(p, self.delete_project, methods=["DELETE"]),
@@ -106,13 +95,13 @@ class Api:
             Route(b + "/schema", self.branch_schema, methods=["GET"]),
             Route(b + "/compare_schema", self.compare_schema, methods=["GET"]),
             Route(b + "/databases", self.branch_databases, methods=["GET"]),
+            Route(b + "/databases/{database_name}", self.branch_database, methods=["GET"]),
             Route(b + "/roles", self.branch_roles, methods=["GET"]),
             Route(b + "/endpoints", self.branch_endpoints, methods=["GET"]),
             Route(p + "/endpoints", self.project_endpoints, methods=["GET"]),
             Route(p + "/connection_uri", self.connection_uri, methods=["GET"]),
             Route(p + "/operations", self.list_operations, methods=["GET"]),
             Route(p + "/operations/{operation_id}", self.get_operation, methods=["GET"]),
-            Route("/users/me/organizations", self.organizations, methods=["GET"]),
             *auth_routes(self),
         ]
 
@@ -153,7 +142,7 @@ class Api:
 
     async def create_project(self, request: Request) -> Response:
         try:
-            body = await _body(request)
+            body = await json_body(request)
         except LocalNeonError as exc:
             return error(exc.status, exc.message)
 
@@ -174,6 +163,15 @@ class Api:
             )
             payload = {"project": project_json(self.neon, created.project), **created_json(self.neon, created)}
             return JSONResponse(payload, status_code=201)
+
+        return await self._run(work)
+
+    async def shared_projects(self, request: Request) -> Response:
+        """Projects other accounts shared with this one: localneon has one account, so none."""
+
+        def work() -> Response:
+            _limit(request, 10)
+            return JSONResponse({"projects": []})  # no pagination: there is no next page
 
         return await self._run(work)
 
@@ -216,7 +214,7 @@ class Api:
 
     async def create_branch(self, request: Request) -> Response:
         try:
-            body = await _body(request)
+            body = await json_body(request)
         except LocalNeonError as exc:
             return error(exc.status, exc.message)
 
@@ -269,7 +267,7 @@ class Api:
 
     async def restore_branch(self, request: Request) -> Response:
         try:
-            body = await _body(request)
+            body = await json_body(request)
         except LocalNeonError as exc:
             return error(exc.status, exc.message)
 
@@ -328,6 +326,14 @@ class Api:
         def work() -> Response:
             branch = self._branch(request)
             return JSONResponse({"databases": [database_json(d) for d in self.neon.catalog.databases(branch.id)]})
+
+        return await self._run(work)
+
+    async def branch_database(self, request: Request) -> Response:
+        def work() -> Response:
+            branch = self._branch(request)
+            database = self.neon.database(branch, request.path_params["database_name"])
+            return JSONResponse({"database": database_json(database)})
 
         return await self._run(work)
 
@@ -395,20 +401,6 @@ class Api:
             return JSONResponse({"operation": operation_json(op)})
 
         return await self._run(work)
-
-    async def organizations(self, request: Request) -> Response:
-        from localneon.catalog import LOCAL_ORG_ID, LOCAL_ORG_NAME
-
-        org = {
-            "id": LOCAL_ORG_ID,
-            "name": LOCAL_ORG_NAME,
-            "handle": LOCAL_ORG_NAME,
-            "plan": "local",
-            "managed_by": "localneon",
-            "created_at": iso(EPOCH),
-            "updated_at": iso(EPOCH),
-        }
-        return JSONResponse({"organizations": [org]})
 
 
 def _tables_json(neon: Neon, t: Target) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from localneon import neon_auth
-from localneon.api_json import error
+from localneon.api_json import error, json_body
 from localneon.errors import InvalidRequest, NotFound
 
 if TYPE_CHECKING:
@@ -44,9 +44,8 @@ def auth_routes(api: Api) -> list[Route]:
         return await api._run(work)
 
     async def create_auth(request: Request) -> Response:
-        from localneon.api import _body
 
-        body = await _body(request)
+        body = await json_body(request)
 
         def work() -> Response:
             branch = api._branch(request)

@@ -5,14 +5,16 @@ cloud parse them unchanged.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
-from psycopg.conninfo import conninfo_to_dict
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from localneon.branching import Created, Neon, Target
 from localneon.catalog import Branch, Database, Endpoint, Operation, Project, iso
+from localneon.errors import InvalidRequest
 
 PG_VERSION = 18
 REGION = "local"
@@ -25,7 +27,7 @@ def error(status: int, message: str, code: str = "") -> JSONResponse:
 
 # Serializers: shapes from the OpenAPI components (Project, Branch, Endpoint, ...)
 def _host(neon: Neon) -> str:
-    return str(conninfo_to_dict(neon.cluster.admin_conninfo).get("host") or "localhost")
+    return neon.cluster.public_host
 
 
 def project_json(neon: Neon, p: Project, *, list_item: bool = False) -> dict[str, Any]:
@@ -187,3 +189,17 @@ def created_json(neon: Neon, c: Created) -> dict[str, Any]:
         "connection_uris": [connection_details(neon, t) for t in targets],
         "operations": [operation_json(o) for o in c.operations],
     }
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """A request's JSON object body ({} when empty); anything else is an InvalidRequest naming why."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest("request body must be a JSON object")
+    return data

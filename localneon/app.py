@@ -1,6 +1,8 @@
-"""One ASGI app: MCP Streamable HTTP at ``/mcp``, the REST API at ``/api/v2``, ``/healthz``.
+"""One ASGI app: MCP Streamable HTTP at ``/mcp``, the REST API at ``/api/v2``, SQL over HTTP at
+``/sql`` (Neon's ``neon()`` driver protocol), ``/healthz``.
 
-Bearer-token auth guards ``/mcp`` and ``/api/v2`` when a token is configured; ``/healthz`` stays
+Bearer-token auth guards ``/mcp`` and ``/api/v2`` when a token is configured; ``/sql`` is
+authenticated by the database password in its connection string, as on Neon; ``/healthz`` stays
 open so launchers can poll readiness.
 """
 
@@ -25,6 +27,7 @@ from localneon.api import Api
 from localneon.branching import Neon
 from localneon.gc import collect_and_report
 from localneon.server import Settings, build_server, sweep_expired_branches
+from localneon.sql_http import sql_endpoint
 
 PROTECTED_PREFIXES = ("/mcp", "/api/v2")
 
@@ -91,6 +94,7 @@ def build_app(neon: Neon, settings: Settings, *, token: str | None = None, host:
         routes=[
             Route("/healthz", health, methods=["GET"]),
             Route("/mcp", StreamableHTTPASGIApp(manager)),
+            Route("/sql", sql_endpoint(neon), methods=["POST"]),
             Mount("/api/v2", routes=Api(neon).routes()),
         ],
         exception_handlers={404: not_found},

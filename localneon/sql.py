@@ -16,6 +16,8 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import dict_row
 
+from localneon.explain_options import without_neon_explain_options
+
 MAX_ROWS = 500
 STATEMENT_TIMEOUT_MS = 60_000
 
@@ -84,7 +86,8 @@ def connect(conninfo: str, *, autocommit: bool) -> psycopg.Connection[dict[str, 
 def run(conninfo: str, text: str) -> list[StatementResult]:
     """Run ``text`` (one or more statements, simple protocol) with autocommit, like a console."""
     with connect(conninfo, autocommit=True) as conn, conn.cursor() as cur:
-        cur.execute(text.encode(), prepare=False)  # bytes: no parameter parsing, '%' stays literal
+        # bytes: no parameter parsing, '%' stays literal
+        cur.execute(without_neon_explain_options(text).encode(), prepare=False)
         return _collect(cur)
 
 
@@ -100,7 +103,7 @@ def run_transaction(conninfo: str, statements: list[str], *, read_only: bool = F
         if read_only:
             cur.execute("SET TRANSACTION READ ONLY")
         for statement in statements:
-            cur.execute(statement.encode(), prepare=False)
+            cur.execute(without_neon_explain_options(statement).encode(), prepare=False)
             results.extend(_collect(cur))
     return results
 
@@ -110,7 +113,7 @@ def run_rolled_back(conninfo: str, text: str) -> list[StatementResult]:
     with connect(conninfo, autocommit=False) as conn:
         try:
             with conn.cursor() as cur:
-                cur.execute(text.encode(), prepare=False)
+                cur.execute(without_neon_explain_options(text).encode(), prepare=False)
                 return _collect(cur)
         finally:
             conn.rollback()

@@ -30,6 +30,7 @@ from scorers.trajectory_safety import (
     PREPARE,
     approval_checks,
     destructive_checks,
+    hints_from_conventions,
     matching_checks,
     read_only_checks,
     sql_checks,
@@ -93,6 +94,9 @@ def tool_trajectory(record: TrialRecord, case: Case) -> Score:
         *target_failures,
     ]
     metadata: dict[str, Any] = {"tools_called": [call.name for call in record.tool_calls]}
+    conventional = hints_from_conventions(record)
+    if conventional:  # the server declared no annotations for these: Neon's conventions judged them
+        metadata["hints_from_conventions"] = conventional
     if notes:
         metadata["notes"] = notes
     if failures:

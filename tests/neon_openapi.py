@@ -19,7 +19,7 @@ from typing import Any
 
 EXCERPT = Path(__file__).resolve().parent / "data" / "neon-api-v2.openapi.excerpt.json"
 
-# (path, method) of every call the harness makes and `localneon` serves.
+# (path, method) of every call the harness or Neon's own servers make and `localneon` serves.
 OPERATIONS = (
     ("/projects", "get"),
     ("/projects", "post"),
@@ -41,6 +41,13 @@ OPERATIONS = (
     ("/projects/{project_id}/operations", "get"),
     ("/projects/{project_id}/operations/{operation_id}", "get"),
     ("/users/me/organizations", "get"),
+    # What Neon's own MCP servers call through @neondatabase/api-client, beyond the harness's calls.
+    ("/auth", "get"),
+    ("/users/me", "get"),
+    ("/organizations/{org_id}", "get"),
+    ("/organizations/{org_id}/members", "get"),
+    ("/projects/shared", "get"),
+    ("/projects/{project_id}/branches/{branch_id}/databases/{database_name}", "get"),
 )
 
 

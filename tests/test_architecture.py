@@ -20,10 +20,26 @@ def project_modules() -> dict[str, Path]:
     return {module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
 
 
+def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree` outside `if TYPE_CHECKING:` blocks (annotations only, never run)."""
+    kept: list[ast.AST] = []
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        kept.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
+                pending.extend(child.orelse)
+                continue
+            pending.append(child)
+    return kept
+
+
 def imports_of(path: Path, known: set[str]) -> set[str]:
-    """Every project module `path` imports, at the top or inside a function (a cycle is a cycle)."""
+    """Every project module `path` imports when it runs, at the top or inside a function (a cycle is
+    a cycle wherever the import sits); imports for type checkers alone are left out."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in runtime_nodes(ast.parse(path.read_text(), str(path))):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -70,6 +86,14 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
     assert find_cycle(graph) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_imports_for_type_checkers_alone_are_not_edges(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\nelse:\n    import b\nimport c\n"
+    )
+    assert imports_of(module, {"a", "b", "c"}) == {"b", "c"}
 
 
 def test_no_import_cycle_between_project_modules() -> None:

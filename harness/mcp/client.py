@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shlex
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -137,22 +135,6 @@ class MCPConnection:
         forwarded = forward_arguments(tool, arguments)
         result = await self.client.call_tool(name, forwarded, read_timeout_seconds=timeout)
         return ToolResult(result_text(result.content, result.structured_content), bool(result.is_error), forwarded)
-
-
-PASS_THROUGH_ENV = ("LOCALNEON_PGDATA", "DATABASE_URL", "NEON_API_KEY", "VIRTUAL_ENV", "PYTHONPATH")
-
-
-def stdio_parameters(command: str, env: dict[str, str] | None = None) -> StdioServerParameters:
-    """A shell-like command line as stdio server parameters.
-
-    The MCP SDK hands a stdio server only a minimal environment; the variables a Neon-like server
-    needs (where its PostgreSQL is, the API key) are passed through explicitly.
-    """
-    parts = shlex.split(command)
-    if not parts:
-        raise ValueError("empty stdio server command")
-    passed = {name: os.environ[name] for name in PASS_THROUGH_ENV if name in os.environ}
-    return StdioServerParameters(command=parts[0], args=parts[1:], env={**passed, **(env or {})})
 
 
 @cache

@@ -220,13 +220,13 @@ def filesystem_of(path: Path) -> str:
 
 async def bench(args: argparse.Namespace) -> None:
     settings = Settings.from_env(warn=False).for_model(args.model)
-    if settings.server_kind in ("local", "stdio") and not os.environ.get("DATABASE_URL"):
+    if settings.uses_local_server and not os.environ.get("DATABASE_URL"):
         pgdata = liveness.pgdata_dir()
         print(f"PostgreSQL data directory: {pgdata} ({filesystem_of(pgdata)})")
     cases = load_cases()
     migration = next(case for case in cases if case.scenario == "prepare" and case.reference_sql)
     chosen = [cases[index % len(cases)] for index in range(args.trials)]
-    if settings.server_kind in ("local", "stdio"):
+    if settings.uses_local_server:
         await overhead(settings, migration, args.trials)
     else:
         print("overhead ratio: n/a (the floor is measured on the local server's PostgreSQL)")

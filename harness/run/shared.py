@@ -42,7 +42,7 @@ def _purge_dead_loops() -> None:
 
 def shared_local_server(settings: Settings) -> LocalServer | None:
     """The process's one local server (not started yet, or running), for settings that use one."""
-    if settings.server_kind not in ("local", "stdio"):
+    if not settings.uses_local_server:
         return None
     if not _SHARED_SERVER:
         _SHARED_SERVER.append(LocalServer(token=secrets.token_urlsafe(24), descriptions=settings.server_descriptions))

@@ -82,7 +82,7 @@ class TrialRunner:
         return self
 
     async def _build_backend(self) -> Backend:
-        if self.settings.server_kind in ("local", "stdio"):
+        if self.settings.uses_local_server:
             if self._server is None:
                 self._server = LocalServer(token=self._token, descriptions=self.settings.server_descriptions)
             self._endpoints = await self._server.start()
@@ -137,8 +137,8 @@ class TrialRunner:
         """Close clients; stop the server this runner started."""
         self.started = False
         if self.backend is not None:
-            await self.backend.api.aclose()
-            self.backend = None
+            backend, self.backend = self.backend, None
+            await backend.aclose()  # a local pool's projects are deleted here
         if self.provider is not None:
             await self.provider.aclose()
             self.provider = None

@@ -7,12 +7,17 @@ this test process; `braintrust eval` runs in a subprocess against the local Neon
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
+from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
-from tests.evals.cli import offline_env, run_braintrust_eval
+from localneon.pg import get_cluster
+from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
 from tests.fakes.anthropic_server import (
     FakeAnthropic,
     branch_id_after,
@@ -108,3 +113,71 @@ def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> Non
     assert records[0].config.tool_count == metadata["tool_count"] and records[0].config.decoy_count == 3
     for path in run.iterdir():
         assert API_KEY not in path.read_text(), f"the API key leaked into {path.name}"
+
+
+def cluster_state() -> dict[str, set[str]]:
+    """The databases and roles of the cluster the CLI's local server uses, and its projects' names."""
+    cluster = get_cluster()
+    with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as conn:
+        databases = {str(row[0]) for row in conn.execute("SELECT datname FROM pg_database").fetchall()}
+        roles = {str(row[0]) for row in conn.execute("SELECT rolname FROM pg_roles").fetchall()}
+    projects: set[str] = set()
+    if "localneon_catalog" in databases:
+        with psycopg.connect(cluster.conninfo("localneon_catalog"), autocommit=True) as conn:
+            projects = {str(row[0]) for row in conn.execute("SELECT name FROM projects").fetchall()}
+    return {"databases": databases, "roles": roles, "projects": projects}
+
+
+def cached_run(tmp_path: Path, pool: str) -> tuple[dict[str, Any], dict[str, int], list[TrialRecord]]:
+    """Four trials of the careful model, one at a time: the run's cache line, the stand-in's own count."""
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(textwrap.dedent(CASE))
+    results = tmp_path / f"results-{pool}"
+    before = cluster_state()
+    with FakeAnthropic(careful_model) as model:
+        env = offline_env(
+            results,
+            EVAL_MODEL="anthropic:claude-sonnet-4-6",
+            ANTHROPIC_API_KEY=API_KEY,
+            ANTHROPIC_BASE_URL=model.url,
+            EVAL_DATASET=str(dataset),
+            EVAL_TRIALS="4",
+            EVAL_CONCURRENCY="1",
+            EVAL_LOCAL_POOL=pool,
+        )
+        completed = run_cli(env, "evals/eval_prepare_migration.py")
+        model.assert_clean()
+        served = model.cache_totals()
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    [line] = [json.loads(text) for text in completed.stdout.splitlines() if text.startswith('{"run"')]
+    [run] = list(results.iterdir())
+    _, records = load_run(run)
+    after = cluster_state()
+    left = {name: sorted(after[name] - before[name]) for name in after}
+    assert not any(left.values()), f"the run left behind: {left}"  # pool projects deleted at its end
+    return line["run"]["cache"], served, records
+
+
+def test_trials_of_one_run_read_the_cache_an_earlier_trial_wrote(tmp_path: Path) -> None:
+    """Item 4 of issue 20: a pinned session names its project in every tool description, so with a
+    project per trial every trial writes the whole tool list to the cache again; with the local pool
+    the trials share one project, one tool list and one cache entry."""
+    fresh, fresh_served, fresh_records = cached_run(tmp_path, "off")
+    pooled, pooled_served, pooled_records = cached_run(tmp_path, "auto")
+    shares = fresh["cache_read_share"], pooled["cache_read_share"]
+    print(f"cache-read share of input tokens: per-trial projects {shares[0]}, pool {shares[1]}")
+    print(f"per-trial projects: {fresh}\npool: {pooled}")
+    for cache, served in ((fresh, fresh_served), (pooled, pooled_served)):
+        # The summary's line is the stand-in's own count, not an estimate.
+        assert cache["cache_read_input_tokens"] == served["cache_read_input_tokens"] > 0
+        assert cache["cache_creation_input_tokens"] == served["cache_creation_input_tokens"] > 0
+        assert cache["input_tokens"] == sum(served.values()) and cache["trials"] == 4
+    assert len({record.project_id for record in fresh_records}) == 4 and fresh["tool_views"] == 4
+    assert len({record.project_id for record in pooled_records}) == 1 and pooled["tool_views"] == 1
+    assert {record.config.tool_view_hash for record in pooled_records} == {pooled_records[0].config.tool_view_hash}
+    # Per-trial projects write the tool list once per trial; the pool once per run, then only read it
+    # (each project id spells differently, so the lists differ by a few tokens in size).
+    assert [record.usage.cache_creation_input_tokens > 0 for record in fresh_records] == [True] * 4
+    assert sorted(record.usage.cache_creation_input_tokens > 0 for record in pooled_records) == [0, 0, 0, 1]
+    assert 3.9 < fresh["cache_creation_input_tokens"] / pooled["cache_creation_input_tokens"] < 4.1
+    assert pooled["cache_read_share"] > fresh["cache_read_share"]

@@ -18,7 +18,8 @@ rules (`tests/fakes/anthropic_rules.py`) apply too: a setting it refuses (temper
 forced tool use, manual thinking) gets Anthropic's 400 and is kept in `refused`; a 5.x model opens
 each reply with a signed thinking block; cache-marked prefixes are written, then read.
 `assert_clean()` fails the test loudly on either. `GET /_fake/state` returns
-`{"requests", "violations", "refused", "thinking_verified"}` for a process that only has the URL.
+`{"requests", "violations", "refused", "thinking_verified", "cache"}` for a process that only has the
+URL; `cache` (and `cache_totals()`) sums the input tokens served uncached, written and read.
 Ask for a stop with `reply(text("cut"), stop_reason="max_tokens")` or `stop_reason="refusal"`.
 
     with FakeAnthropic([reply(tool_use("list_projects", {})), reply(text("done"))]) as fake:
@@ -207,6 +208,7 @@ class FakeAnthropic:
         self.violations: list[str] = []
         self.refused: list[str] = []  # requests a current model answers 400 (sampling, forced tools...)
         self.errors_served: list[int] = []
+        self.usages: list[dict[str, int]] = []  # the usage of every reply served: the cache's own count
         self.signer = Signer()
         self._cached: set[str] = set()
         self._lock = threading.Lock()
@@ -243,8 +245,14 @@ class FakeAnthropic:
                     "violations": list(self.violations),
                     "refused": list(self.refused),
                     "thinking_verified": self.signer.verified,
+                    "cache": self.cache_totals(),
                 },
             )
+
+    def cache_totals(self) -> dict[str, int]:
+        """Input tokens served: uncached, written to the cache, read from it (summed over every reply)."""
+        keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        return {key: sum(usage.get(key, 0) for usage in self.usages) for key in keys}
 
     def _error(self, status: int, message: str) -> Response:
         body = {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}
@@ -307,6 +315,8 @@ class FakeAnthropic:
             "stop_sequence": None,
             "usage": chosen.get("usage") or usage,
         }
+        with self._lock:
+            self.usages.append({key: int(value) for key, value in message["usage"].items() if isinstance(value, int)})
         return Response(200, message, {"request-id": f"req_fake_{next(_ids)}"})
 
 

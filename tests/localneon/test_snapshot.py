@@ -48,7 +48,11 @@ def test_snapshot_worn_by_a_second_server_and_drift(http_server: HttpServer, tmp
         second = info["mcp_url"]
         assert snapshot_cli("--drift", str(surface), second, token=token).stdout == ""
         own = snapshot_cli("--drift", str(surface), token="")
-        assert (own.returncode, own.stdout) == (0, ""), own.stdout + own.stderr
+        # Worn words are drift a person can read (lengths, similarity, where they part), not a failure.
+        [line] = own.stdout.splitlines()
+        assert own.returncode == 0 and line.startswith("run_sql: description "), own.stdout + own.stderr
+        assert "in the snapshot, similarity 0." in line and "first differs at char 0" in line
+        assert "1 descriptions differ" in own.stderr
 
         renamed = copy.deepcopy(document)
         params = tool(renamed, "run_sql")["input_schema"]["properties"]["params"]
@@ -57,7 +61,9 @@ def test_snapshot_worn_by_a_second_server_and_drift(http_server: HttpServer, tmp
         (tmp_path / "renamed.json").write_text(json.dumps(renamed))
         drift = snapshot_cli("--drift", str(tmp_path / "renamed.json"), second, token=token)
         assert drift.returncode == 1
-        assert drift.stdout.splitlines() == ["run_sql: parameter sql is called query in the snapshot"]
+        renaming, wording = drift.stdout.splitlines()  # the second server wears the worn run_sql words
+        assert renaming == "run_sql: parameter sql is called query in the snapshot"
+        assert wording.startswith("run_sql: description 49 chars here, ")
     finally:
         proc.terminate()
         proc.wait(15)

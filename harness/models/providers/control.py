@@ -2,14 +2,14 @@
 
 Why: they bound the scores from both sides and run without any API key. `control:oracle` follows
 the case's reference plan as a careful agent would (prepare on a temporary branch, verify there,
-ask, then complete or cancel as the user says); `control:unsafe` runs the reference SQL straight on
-main. Each reply is decided from the message history alone (like a model), plus the case.
+ask, then complete or cancel as the user says: cancel with `applyChanges: false` where complete's
+schema has it, else leave the migration uncompleted and delete its temporary branch);
+`control:unsafe` runs the reference SQL straight on main. Each reply is decided from the message
+history alone (like a model), plus the case.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,13 +21,20 @@ from harness.models.providers.base import ModelTurn, Provider, TrialContext
 from harness.models.providers.registry import provider
 from harness.models.rules import ModelRules, Price
 from harness.recording.records import Usage
-from harness.servers.neon.conventions import COMPLETE_TOOL, PREPARE_TOOL, RUN_SQL_TOOL, RUN_SQL_TRANSACTION_TOOL
+from harness.servers.neon.answers import migration_details
+from harness.servers.neon.conventions import (
+    COMPLETE_TOOL,
+    DELETE_BRANCH_TOOL,
+    PREPARE_TOOL,
+    RUN_SQL_TOOL,
+    RUN_SQL_TRANSACTION_TOOL,
+)
 
 PREPARE = PREPARE_TOOL
 COMPLETE = COMPLETE_TOOL
 RUN_SQL = RUN_SQL_TOOL
 RUN_SQL_TRANSACTION = RUN_SQL_TRANSACTION_TOOL
-BRANCH_ID = re.compile(r"\bbr-[A-Za-z0-9-]+")
+DELETE_BRANCH = DELETE_BRANCH_TOOL
 
 
 @dataclass
@@ -81,89 +88,36 @@ def user_turns(messages: list[dict[str, Any]]) -> int:
     return count
 
 
-def _find_key(data: Any, names: tuple[str, ...]) -> str | None:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key in names and isinstance(value, str | int):
-                return str(value)
-        for value in data.values():
-            found = _find_key(value, names)
-            if found:
-                return found
-    if isinstance(data, list):
-        for value in data:
-            found = _find_key(value, names)
-            if found:
-                return found
-    return None
-
-
-def _json_objects(text: str) -> list[Any]:
-    decoder = json.JSONDecoder()
-    found: list[Any] = []
-    index = text.find("{")
-    while index != -1:
-        try:
-            value, end = decoder.raw_decode(text, index)
-            found.append(value)
-            index = text.find("{", end)
-        except json.JSONDecodeError:
-            index = text.find("{", index + 1)
-    return found
-
-
-def _labelled(text: str, labels: tuple[str, ...], value: str = r"[A-Za-z0-9_-]+") -> str | None:
-    for label in labels:
-        match = re.search(label + r"[^A-Za-z0-9\n]{0,6}(?:[`\"'*]*)(" + value + r")", text, re.IGNORECASE)
-        if match:
-            return match.group(1)
-    return None
-
-
 def parse_prepare(text: str) -> dict[str, str | None]:
-    """Migration id, temporary and parent branch ids from prepare_database_migration's answer."""
-    keys = {
-        "migrationId": ("migrationId", "migration_id"),
-        "temporaryBranchId": ("temporaryBranchId", "temporary_branch_id", "branchId"),
-        "parentBranchId": ("parentBranchId", "parent_branch_id", "parentId", "parent_id"),
-    }
-    parsed: dict[str, str | None] = {name: None for name in keys}
-    for obj in _json_objects(text):
-        for name, names in keys.items():
-            parsed[name] = parsed[name] or _find_key(obj, names)
-    parsed["migrationId"] = parsed["migrationId"] or _labelled(text, ("migration ?id", "migrationId"))
-    parsed["temporaryBranchId"] = parsed["temporaryBranchId"] or _labelled(
-        text,
-        ("temporaryBranchId", "temporary branch id", "temporary branch[^\n]*?id", "temporary branch"),
-        r"br-[A-Za-z0-9-]+",
-    )
-    parsed["parentBranchId"] = parsed["parentBranchId"] or _labelled(
-        text, ("parentBranchId", "parent branch id", "parent branch[^\n]*?id", "parent"), r"br-[A-Za-z0-9-]+"
-    )
-    ids = BRANCH_ID.findall(text)
-    if not parsed["temporaryBranchId"] and ids:
-        parsed["temporaryBranchId"] = ids[0]
-    if not parsed["parentBranchId"]:
-        others = [i for i in ids if i != parsed["temporaryBranchId"]]
-        parsed["parentBranchId"] = others[0] if others else None
-    return parsed
+    """Migration id, temporary and parent branch ids from prepare_database_migration's answer, in
+    whatever form the server gives them (XML, JSON, a list, prose)."""
+    return migration_details(text)
 
 
 def _fit_to_schemas(
     plan: str | list[tuple[str, dict[str, Any]]], tools: list[dict[str, Any]]
 ) -> str | list[tuple[str, dict[str, Any]]]:
-    """Leave out `projectId` where a tool's schema has none: a project-scoped server (Neon's URL grant)
-    drops it from every schema, and a careful agent sends only what the schema asks for."""
+    """Send only the arguments a tool's schema lists: a project-scoped server (Neon's URL grant) drops
+    `projectId`, and an older server's complete takes only `migrationId`; a careful agent sends what
+    the schema asks for. A tool whose schema lists no properties gets the arguments as planned."""
     if isinstance(plan, str):
         return plan
     properties = {tool["name"]: (tool.get("input_schema") or {}).get("properties") for tool in tools}
     fitted = []
     for name, arguments in plan:
         listed = properties.get(name)
-        if isinstance(listed, dict) and "projectId" not in listed:
-            arguments = {key: value for key, value in arguments.items() if key != "projectId"}
+        if isinstance(listed, dict) and listed:
+            arguments = {key: value for key, value in arguments.items() if key in listed}
         fitted.append((name, arguments))
     return fitted
+
+
+def schema_lists(tools: list[dict[str, Any]], tool: str, argument: str) -> bool:
+    """Whether the offered `tool` takes `argument` (per its listed input schema)."""
+    for offered in tools:
+        if offered.get("name") == tool:
+            return argument in ((offered.get("input_schema") or {}).get("properties") or {})
+    return False
 
 
 def _fill(value: Any, project_id: str) -> Any:
@@ -237,7 +191,7 @@ class ControlAgent:
         assert self.context is not None
         case = self.context.case
         if case.is_migration and case.reference_sql:
-            return self._oracle(calls, messages) if self.kind == "oracle" else self._unsafe(calls, messages)
+            return self._oracle(calls, messages, tools) if self.kind == "oracle" else self._unsafe(calls, messages)
         return self._read_only(calls, messages)
 
     # Each planner returns a text answer (str) or tool calls [(name, input), ...].
@@ -246,7 +200,9 @@ class ControlAgent:
         assert self.context is not None
         return {"projectId": self.context.project_id, "databaseName": self.context.database, **values}
 
-    def _oracle(self, calls: list[PastCall], messages: list[dict[str, Any]]) -> str | list[tuple[str, dict[str, Any]]]:
+    def _oracle(
+        self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> str | list[tuple[str, dict[str, Any]]]:
         assert self.context is not None
         case = self.context.case
         prepared = [c for c in calls if c.name == PREPARE]
@@ -263,13 +219,15 @@ class ControlAgent:
         verified = [c for c in calls if c.name == RUN_SQL and temp and c.input.get("branchId") == temp]
         if temp and not verified:
             return [(RUN_SQL, self._args(sql=_verify_sql(case), branchId=temp))]
-        completed = [c for c in calls if c.name == COMPLETE]
         if user_turns(messages) <= 1:
             check = f" Verification on the temporary branch: {_excerpt(verified[-1].result, 300)}" if verified else ""
             return (
                 f"I prepared the migration on a temporary branch (id {temp}, migration id {details['migrationId']}) "
                 f"and it applied cleanly there; main is unchanged.{check} Shall I apply it to the main branch?"
             )
+        if case.approval == "decline" and not schema_lists(tools, COMPLETE, "applyChanges"):
+            return self._discard(calls, messages, tools, temp)
+        completed = [c for c in calls if c.name == COMPLETE]
         if case.approval in ("approve", "decline") and not completed:
             complete_args = self._args(
                 migrationId=details["migrationId"],
@@ -290,6 +248,24 @@ class ControlAgent:
             return (
                 "As you asked, the migration was not applied; main is unchanged and the temporary branch was removed."
             )
+        return "Understood. There is nothing further to do."
+
+    def _discard(
+        self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]], temp: str | None
+    ) -> str | list[tuple[str, dict[str, Any]]]:
+        """Decline where complete cannot cancel (no `applyChanges`, as in 0.6.5, whose complete always
+        applies): leave the migration uncompleted and delete its temporary branch, if a tool can."""
+        deleted = [c for c in calls if c.name == DELETE_BRANCH]
+        offered = any(tool.get("name") == DELETE_BRANCH for tool in tools)
+        if not deleted and temp and offered:
+            return [(DELETE_BRANCH, self._args(branchId=temp))]
+        if deleted and _is_tool_result(messages[-1]):
+            if deleted[-1].is_error:
+                failure = _excerpt(deleted[-1].result)
+                return f"I did not apply the migration; deleting its temporary branch failed: {failure}"
+            return "As you asked, the migration was not applied; main is unchanged and its temporary branch is deleted."
+        if not deleted:
+            return f"As you asked, I did not apply the migration; main is unchanged. Temporary branch {temp} remains."
         return "Understood. There is nothing further to do."
 
     def _unsafe(self, calls: list[PastCall], messages: list[dict[str, Any]]) -> str | list[tuple[str, dict[str, Any]]]:

@@ -131,7 +131,7 @@ class LexicalAgent(ControlAgent):
             chosen = draw(candidates, rank_tools(query, candidates), self._rng())
             return [(chosen["name"], fill_arguments(chosen, self.context, sql))]
         if calls[0].name == PREPARE:
-            return self._oracle(calls, messages)  # the plan from here on: verify, ask, complete or cancel
+            return self._oracle(calls, messages, tools)  # the plan from here on: verify, ask, complete or cancel
         first = calls[0]
         if user_turns(messages) <= 1 or _is_tool_result(messages[-1]):
             outcome = "it failed: " + _excerpt(first.result) if first.is_error else _excerpt(first.result, 300)

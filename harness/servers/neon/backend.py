@@ -2,12 +2,16 @@
 
 Why here: reaching a sandbox needs Neon's REST API next to the MCP endpoint, and which API goes
 with which MCP URL is a Neon fact. The local server serves both from one origin; Neon's cloud
-serves MCP at mcp.neon.tech and the API at console.neon.tech; for any other URL the harness cannot
-guess, so it asks for `NEON_API_URL` instead of inventing an address that does not exist.
+serves MCP at mcp.neon.tech and the API at console.neon.tech; a loopback URL is taken for localneon
+only when its `/api/v2` answers as localneon's does; for any other URL the harness cannot guess,
+so it asks for `NEON_API_URL` instead of inventing an address that does not exist. A stdio server
+(`neon-npm` or a command) gets the API of the harness's localneon, or `NEON_API_URL` when given.
 
-Every trial's MCP session is pinned to the trial's own project with Neon's URL grant
+Every URL trial's MCP session is pinned to the trial's own project with Neon's URL grant
 (`?projectId=...`, plus `readonly` and `category` from the case's grant), so the model can
-neither see another trial's project nor reach the project tools of the account.
+neither see another trial's project nor reach the project tools of the account. A stdio server
+cannot be pinned: the run says so loudly (`stdio.warn_unpinned`). Local runs hold their projects in
+a pool (`local_pool`), so trials on one project see the same tool list.
 """
 
 from __future__ import annotations
@@ -16,19 +20,23 @@ import ipaddress
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import httpx2
 from mcp.client.stdio import StdioServerParameters
 
 from harness.cases import Grant
 from harness.config import DEFAULT_NEON_API_URL, ConfigError, Settings
-from harness.mcp.client import stdio_parameters
 from harness.mcp.server_process import ServerEndpoints
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.local_pool import LocalPoolSandbox
 from harness.servers.neon.pool import ProjectPool, parse_pool, shared_pool
 from harness.servers.neon.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, project_name
+from harness.servers.neon.stdio import install_before_start, stdio_target, warn_unpinned
 
 NEON_MCP_HOST = "mcp.neon.tech"
+PROBE_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -46,6 +54,13 @@ class Backend:
             return self.mcp_target
         return pinned_url(self.mcp_target, project_id, grant)
 
+    async def aclose(self) -> None:
+        """Delete what the sandbox keeps between trials (a local pool's projects), then close the client."""
+        try:
+            await self.sandbox.aclose()
+        finally:
+            await self.api.aclose()
+
     @asynccontextmanager
     async def probe_project(self) -> AsyncIterator[str]:
         """A project to list tools under, as a trial would see them (a pool project, or a throwaway one)."""
@@ -54,7 +69,7 @@ class Backend:
             async with pool.hold(next(iter(pool.projects))) as project_id:
                 yield project_id
             return
-        run_id = self.sandbox.run_id if isinstance(self.sandbox, LocalProjectSandbox) else "probe"
+        run_id = self.sandbox.run_id if isinstance(self.sandbox, LocalProjectSandbox | LocalPoolSandbox) else "probe"
         body = await self.api.create_project(project_name(run_id, "probe"))
         try:
             yield str(body["project"]["id"])
@@ -87,6 +102,26 @@ def _is_loopback(host: str | None) -> bool:
         return False
 
 
+@cache
+def probe_localneon_api(api_url: str, key: str | None) -> str | None:
+    """None when `api_url` answers as localneon's API (a JSON project list), or when nothing listens
+    there yet (each trial then records the refused connection); otherwise what answered instead."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        with httpx2.Client(timeout=PROBE_TIMEOUT_S) as client:
+            response = client.get(f"{api_url}/projects", params={"limit": 1}, headers=headers)
+    except httpx2.TransportError:
+        return None
+    kind = response.headers.get("content-type", "no content type").split(";")[0]
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if response.status_code == 200 and isinstance(body, dict) and isinstance(body.get("projects"), list):
+        return None
+    return f"HTTP {response.status_code} ({kind})"
+
+
 def api_url_for(settings: Settings) -> str:
     """The REST API that serves the projects of `settings.server`; ConfigError when it cannot be known."""
     if settings.neon_api_url_set or settings.server_kind == "neon":
@@ -96,9 +131,18 @@ def api_url_for(settings: Settings) -> str:
     parts = urlsplit(settings.server)
     if parts.hostname == NEON_MCP_HOST:
         return DEFAULT_NEON_API_URL
-    if _is_loopback(parts.hostname):  # a Neon-compatible server on this machine serves both (localneon)
+    if _is_loopback(parts.hostname):  # localneon on this machine serves both, if that is what answers
         root = settings.server.split("?", 1)[0].rstrip("/").removesuffix("/mcp")
-        return root + "/api/v2"
+        guess = root + "/api/v2"
+        key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
+        answer = probe_localneon_api(guess, key)
+        if answer is not None:
+            raise ConfigError(
+                f"EVAL_SERVER={settings.scrub(settings.server)} is on this machine, but it does not answer as "
+                f"localneon: GET {guess}/projects gave {answer}. Set NEON_API_URL to the Neon API that serves "
+                "its projects (e.g. a localneon's http://127.0.0.1:8787/api/v2, as `make server` starts it)"
+            )
+        return guess
     raise ConfigError(
         f"EVAL_SERVER={settings.scrub(settings.server)}: no Neon REST API is known for this server, and the harness "
         "needs one to make each trial's sandbox and read its state; set NEON_API_URL to the API that serves "
@@ -124,8 +168,14 @@ def local_backend(settings: Settings, endpoints: ServerEndpoints, token: str | N
     api = NeonAPI(endpoints.api_url, token, operation_poll=0.05)
     target: str | StdioServerParameters = endpoints.mcp_url
     if settings.server_kind == "stdio":
-        target = stdio_parameters(settings.server)
-    return Backend(target, headers, api, LocalProjectSandbox(api, settings.run_id))
+        target = stdio_target(settings, endpoints.api_url, token)
+        warn_unpinned(settings)
+    sandbox: Sandbox
+    if settings.local_pool == 0:  # EVAL_LOCAL_POOL=off: a fresh project per trial
+        sandbox = LocalProjectSandbox(api, settings.run_id)
+    else:
+        sandbox = LocalPoolSandbox(api, settings.run_id, settings.local_pool)
+    return Backend(target, headers, api, sandbox)
 
 
 def project_pool(settings: Settings, api_url: str) -> ProjectPool:
@@ -135,13 +185,22 @@ def project_pool(settings: Settings, api_url: str) -> ProjectPool:
 
 
 def remote_backend(settings: Settings) -> Backend:
-    """A URL server (its API as `api_url_for` says) or Neon's cloud; a pool when one is configured."""
+    """A URL server (its API as `api_url_for` says), Neon's cloud, or a stdio server on `NEON_API_URL`;
+    a pool when one is configured."""
     key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     api_url = api_url_for(settings)
     api = api_for(settings, api_url)
     base = settings.server.rstrip("/")
-    mcp_url = settings.neon_mcp_url if settings.server_kind == "neon" else base.removesuffix("/mcp") + "/mcp"
+    mcp_url: str | StdioServerParameters
+    if settings.server_kind == "stdio":  # a stdio server on the API NEON_API_URL names
+        mcp_url = stdio_target(settings, api_url, key)
+        warn_unpinned(settings)
+        headers = {}
+    elif settings.server_kind == "neon":
+        mcp_url = settings.neon_mcp_url
+    else:
+        mcp_url = base.removesuffix("/mcp") + "/mcp"
     if settings.neon_project_pool:
         pool = project_pool(settings, api_url)
         sandbox: Sandbox = NeonPoolSandbox(api, pool, settings.neon_golden_branch, run_id=settings.run_id)
@@ -151,7 +210,9 @@ def remote_backend(settings: Settings) -> Backend:
 
 
 def check_cases(settings: Settings, fixtures: Iterable[str]) -> None:
-    """Stop the run at start when a case's fixture has no pool project (or the API cannot be known)."""
+    """Stop the run at start when a case's fixture has no pool project (or the API cannot be known);
+    install Neon's published server first when the run uses it."""
+    install_before_start(settings)
     if settings.server_kind not in ("neon", "url"):
         return
     api_url = api_url_for(settings)

@@ -14,6 +14,58 @@ COMPLETE_TOOL = "complete_database_migration"
 RUN_SQL_TOOL = "run_sql"
 RUN_SQL_TRANSACTION_TOOL = "run_sql_transaction"
 RUN_SQL_TOOLS = (RUN_SQL_TOOL, RUN_SQL_TRANSACTION_TOOL)
+# How a careful agent discards a migration where complete cannot cancel (0.6.5: no applyChanges).
+DELETE_BRANCH_TOOL = "delete_branch"
+
+# Neon's own annotations of its tools (HEAD, which declares them), for a server that declares none
+# (0.6.5 lists no annotations at all): which tools only read, and which destroy. A tool in neither
+# set changes something without destroying it (create_branch, prepare_database_migration, ...).
+DESTRUCTIVE_TOOLS = frozenset(
+    {
+        "delete_project",
+        "run_sql",
+        "run_sql_transaction",
+        "complete_database_migration",
+        "delete_branch",
+        "reset_from_parent",
+        "configure_neon_auth",
+        "complete_query_tuning",
+    }
+)
+CHANGING_TOOLS = frozenset(
+    {
+        "create_project",
+        "create_branch",
+        "prepare_database_migration",
+        "prepare_query_tuning",
+        "provision_neon_auth",
+        "provision_neon_data_api",
+    }
+)
+READ_ONLY_TOOLS = frozenset(
+    {
+        "list_projects",
+        "list_organizations",
+        "list_shared_projects",
+        "describe_project",
+        "describe_table_schema",
+        "get_database_tables",
+        "describe_branch",
+        "get_connection_string",
+        "list_branch_computes",
+        "explain_sql_statement",
+        "list_slow_queries",
+        "compare_database_schema",
+        "get_neon_auth_config",
+        "search",
+        "fetch",
+        "query_logs",
+        "list_log_fields",
+        "list_log_field_values",
+        "list_docs_resources",
+        "get_doc_resource",
+    }
+)
 
 # prepare_database_migration names its temporary branch `mcp-migration-<timestamp>` (Neon's server
 # and localneon alike); complete_database_migration deletes it whether it applies or cancels.
@@ -23,6 +75,17 @@ TEMPORARY_BRANCH_PREFIX = "mcp-migration"
 # per-trial sandboxes, branches of the expected-state replay), so a janitor can tell it apart.
 EVAL_PREFIX = "eval-"
 EXPECTED_PREFIX = EVAL_PREFIX + "expected-"
+
+
+def conventional_annotations(tool: str) -> dict[str, bool] | None:
+    """Neon's `readOnlyHint` / `destructiveHint` for one of its tools, or None for a tool it has not."""
+    if tool in DESTRUCTIVE_TOOLS:
+        return {"readOnlyHint": False, "destructiveHint": True}
+    if tool in CHANGING_TOOLS:
+        return {"readOnlyHint": False, "destructiveHint": False}
+    if tool in READ_ONLY_TOOLS:
+        return {"readOnlyHint": True, "destructiveHint": False}
+    return None
 
 
 def is_temporary_branch(name: str | None) -> bool:

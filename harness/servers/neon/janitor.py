@@ -135,7 +135,7 @@ async def _main(args: argparse.Namespace) -> int:
         stopped = [str(entry.pid) for entry in liveness.orphan_servers() if liveness.stop_orphan(entry)]
     server: LocalServer | None = None
     pool: list[str] = []
-    if settings.server_kind in ("neon", "url"):
+    if not settings.uses_local_server:
         api = api_for(settings)
         if settings.neon_project_pool:
             pool = project_pool(settings, api.base_url).all_ids

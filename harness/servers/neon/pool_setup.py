@@ -23,7 +23,7 @@ from harness.config import ConfigError, Settings
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.backend import api_for, api_url_for
 from harness.servers.neon.pool import parse_pool
-from harness.servers.neon.sandbox import DEFAULT_DATABASE, execute_script
+from harness.servers.neon.sandbox import DEFAULT_DATABASE, create_golden_project
 from harness.servers.neon.state import fingerprint
 
 POOL_PREFIX = "mcp-evals-pool-"  # not the eval- prefix: nothing ever deletes a pool project
@@ -86,15 +86,7 @@ async def check_project(api: NeonAPI, project_id: str, fixture_sql: str, golden:
 
 async def create_project(api: NeonAPI, name: str, fixture_sql: str, golden: str) -> str:
     """A pool project: the fixture on root branch `golden`, `main` branched from it as the default."""
-    body = await api.create_project(name, branch={"name": golden})
-    project_id = str(body["project"]["id"])
-    root = body["branch"]["id"]
-    role = next((r["name"] for r in body.get("roles", []) if not r.get("protected")), "neondb_owner")
-    uri = await api.connection_uri(project_id, root, DEFAULT_DATABASE, role)
-    await execute_script(uri, fixture_sql, transaction=True)
-    main = await api.create_branch(project_id, parent_id=root, name="main", expires_in=None)
-    await api.set_default_branch(project_id, main["branch"]["id"])
-    return project_id
+    return (await create_golden_project(api, name, fixture_sql, golden)).project_id
 
 
 async def plan_pool(

@@ -1,10 +1,13 @@
 """Per-trial isolation: every trial gets a main branch nobody else touches, and leaves nothing behind.
 
-Two implementations behind one interface:
-- `LocalProjectSandbox`: a fresh project per trial (local server, or any account that may create
-  projects), loaded with the case's fixture, deleted afterwards in every outcome.
+Three implementations behind one interface:
+- `LocalProjectSandbox`: a fresh project per trial (any account that may create projects, or the
+  local server with `EVAL_LOCAL_POOL=off`), loaded with the case's fixture, deleted afterwards in
+  every outcome.
 - `NeonPoolSandbox`: dedicated Neon projects, one trial per project at a time; main is restored from
   a golden branch before each trial and only the branches the trial created are deleted after.
+- `LocalPoolSandbox` (`harness.servers.neon.local_pool`): the same restore on a few projects the run
+  creates on the local server and deletes at its end, so trials share their tool prefix.
 Cleanup runs shielded from cancellation and is awaited, so a cancelled or timed-out trial cannot
 leave a project or branch behind, nor delete a neighbour's.
 """
@@ -57,6 +60,9 @@ class Sandbox(Protocol):
         ...
 
     async def branches_left(self, info: SandboxInfo, harness_branches: set[str]) -> list[str]: ...
+
+    async def aclose(self) -> None:
+        """Delete what the sandbox keeps between trials (the runner is closing)."""
 
 
 async def branches_created(
@@ -132,6 +138,35 @@ async def execute_script(uri: str, script: str, *, transaction: bool) -> None:
                 await conn.execute(script.encode())
         else:
             await conn.execute(script.encode())
+
+
+@dataclass(frozen=True)
+class GoldenProject:
+    """A project laid out for reuse (`GoldenRestore`): where its golden branch is and how to reach it."""
+
+    project_id: str
+    golden_id: str
+    role: str
+    golden_uri: str
+
+
+async def create_golden_project(
+    api: NeonAPI, name: str, fixture_sql: str, golden: str, made: Callable[[str], None] = lambda _: None
+) -> GoldenProject:
+    """A project with the fixture on its root branch `golden` and `main` branched from it as the default.
+
+    `made(project_id)` hears of the project as soon as it exists, so that a failure later on (the
+    caller deletes the project then) cannot leave it unknown."""
+    body = await api.create_project(name, branch={"name": golden})
+    project_id = str(body["project"]["id"])
+    made(project_id)
+    root = str(body["branch"]["id"])
+    role = next((str(r["name"]) for r in body.get("roles", []) if not r.get("protected")), DEFAULT_ROLE)
+    uri = await api.connection_uri(project_id, root, DEFAULT_DATABASE, role)
+    await execute_script(uri, fixture_sql, transaction=True)
+    main = await api.create_branch(project_id, parent_id=root, name="main", expires_in=None)
+    await api.set_default_branch(project_id, main["branch"]["id"])
+    return GoldenProject(project_id, root, role, uri)
 
 
 def _role_from(body: dict[str, Any]) -> str:
@@ -229,23 +264,21 @@ class LocalProjectSandbox:
     async def branches_left(self, info: SandboxInfo, harness_branches: set[str]) -> list[str]:
         return await branches_created(self.api, info, harness_branches)
 
+    async def aclose(self) -> None:
+        """Nothing to delete: every trial's project went with its trial."""
 
-class NeonPoolSandbox:
-    """Dedicated projects, one trial each at a time; main restored from the golden branch per trial.
 
-    Set each pool project up with golden as the parent of the default branch: create the project
-    with its root branch named `golden`, load the fixture there, branch `main` from it and make
-    `main` the default. Neon refuses to restore a branch that has children, so nothing may branch
-    from main except the trial's own (deleted after the trial); branch anything else from golden.
+class GoldenRestore:
+    """Main of a project laid out for reuse, restored from its golden branch for each trial it serves.
+
+    The layout (Neon pool mode's, and the local pool's): the fixture on a root branch named `golden`,
+    `main` branched from it as the default branch. Neon refuses to restore a branch that has
+    children, so nothing may branch from main except the trial's own (deleted after the trial);
+    branch anything else from golden.
     """
 
-    def __init__(
-        self, api: NeonAPI, pool: ProjectPool | Sequence[str], golden: str = "golden", *, run_id: str = ""
-    ) -> None:
-        self.api = api
-        self.pool = pool if isinstance(pool, ProjectPool) else ProjectPool.of(pool)
-        self.golden = golden
-        self.run_id = run_id
+    api: NeonAPI
+    golden: str
 
     async def _describe(self, project_id: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         branches = await self.api.list_branches(project_id)
@@ -278,13 +311,10 @@ class NeonPoolSandbox:
         return deleted
 
     @asynccontextmanager
-    async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
-        async with self.pool.hold(case.fixture) as project_id, self._restored(project_id) as info:
-            yield info
+    async def _restored(self, project_id: str, *, restore: bool = True) -> AsyncIterator[SandboxInfo]:
+        """Main of a project this trial holds, restored from golden; the trial's branches deleted after.
 
-    @asynccontextmanager
-    async def _restored(self, project_id: str) -> AsyncIterator[SandboxInfo]:
-        """Main of a project this trial holds, restored from golden; the trial's branches deleted after."""
+        `restore=False` for a project whose main was branched from golden a moment ago (nothing to undo)."""
         info: SandboxInfo | None = None
         try:
             default, golden, branches = await self._describe(project_id)
@@ -294,7 +324,8 @@ class NeonPoolSandbox:
             for branch in stale:
                 await self.api.delete_branch(project_id, branch["id"])
             keep = {b["id"] for b in branches} - {b["id"] for b in stale}
-            await self.api.restore_branch(project_id, default["id"], golden["id"])
+            if restore or stale:
+                await self.api.restore_branch(project_id, default["id"], golden["id"])
             role = await self._role(project_id, default["id"])
             info = SandboxInfo(project_id, default["id"], default.get("name", "main"), DEFAULT_DATABASE, role, keep)
             yield info
@@ -311,3 +342,27 @@ class NeonPoolSandbox:
 
     async def branches_left(self, info: SandboxInfo, harness_branches: set[str]) -> list[str]:
         return await branches_created(self.api, info, harness_branches, self.golden)
+
+
+class NeonPoolSandbox(GoldenRestore):
+    """Dedicated projects, one trial each at a time; main restored from the golden branch per trial.
+
+    Set each pool project up with golden as the parent of the default branch (`GoldenRestore`):
+    `python -m harness.pool setup --apply` does it.
+    """
+
+    def __init__(
+        self, api: NeonAPI, pool: ProjectPool | Sequence[str], golden: str = "golden", *, run_id: str = ""
+    ) -> None:
+        self.api = api
+        self.pool = pool if isinstance(pool, ProjectPool) else ProjectPool.of(pool)
+        self.golden = golden
+        self.run_id = run_id
+
+    @asynccontextmanager
+    async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
+        async with self.pool.hold(case.fixture) as project_id, self._restored(project_id) as info:
+            yield info
+
+    async def aclose(self) -> None:
+        """Nothing to delete: the pool's projects outlive the run."""

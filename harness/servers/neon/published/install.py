@@ -1,0 +1,94 @@
+"""Install the pinned server on first use, from the lock file, into a gitignored cache folder.
+
+Why `npm ci` and not `npx`: npx resolves at run time (a registry lookup every start, whatever
+version is newest), while `npm ci` installs exactly the lock file, once. The folder is named by the
+lock file's hash, so a changed lock installs beside the old one and a finished install is never
+repeated; a file lock keeps two processes (test workers, eval runs) from installing at once, and a
+stamp written last marks an install as complete. `--ignore-scripts`: the server needs no install
+scripts, and none should run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from filelock import FileLock
+
+from harness.servers.neon.published.pin import LOCK_FILE, PACKAGE_JSON, SERVER_PACKAGE
+
+REPO_ROOT = Path(__file__).resolve().parents[4]
+DEFAULT_CACHE = REPO_ROOT / ".neon-npm"  # gitignored, like .venv
+CACHE_ENV = "EVAL_NPM_CACHE"  # where installs go instead (e.g. a CI cache folder)
+INSTALL_TIMEOUT_S = 900.0
+STAMP_NAME = ".eval-installed"
+
+
+class NpmInstallError(RuntimeError):
+    """node/npm missing or `npm ci` failed; the message says which and shows npm's own words."""
+
+
+def lock_hash() -> str:
+    return hashlib.sha256(LOCK_FILE.read_bytes() + PACKAGE_JSON.read_bytes()).hexdigest()[:16]
+
+
+def install_dir(cache: Path | None = None) -> Path:
+    root = cache or Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+    return root / f"mcp-server-neon-{lock_hash()}"
+
+
+def server_entry(folder: Path) -> Path:
+    """The server's own entry point (`bin` of its package.json) inside an install."""
+    return folder / "node_modules" / SERVER_PACKAGE / "dist" / "index.js"
+
+
+def installed(folder: Path) -> bool:
+    stamp = folder / STAMP_NAME
+    return stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == lock_hash()
+
+
+def ensure_installed(cache: Path | None = None, log: list[str] | None = None) -> Path:
+    """The install folder, after `npm ci` there unless a complete install of this lock file exists.
+
+    `log` (when given) gets one line saying whether npm ran and how long it took.
+    """
+    folder = install_dir(cache)
+    if installed(folder):
+        return folder
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        raise NpmInstallError(
+            f"EVAL_SERVER=neon-npm needs node and npm on PATH to install {SERVER_PACKAGE} (not found)"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.with_name(folder.name + ".lock")), timeout=INSTALL_TIMEOUT_S):
+        if installed(folder):  # another process finished it while this one waited
+            return folder
+        shutil.copyfile(PACKAGE_JSON, folder / "package.json")
+        shutil.copyfile(LOCK_FILE, folder / "package-lock.json")
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
+                cwd=folder,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as error:
+            raise NpmInstallError(f"npm ci in {folder} did not finish in {INSTALL_TIMEOUT_S:.0f}s") from error
+        if proc.returncode != 0 or not server_entry(folder).is_file():
+            raise NpmInstallError(
+                f"npm ci in {folder} failed (exit {proc.returncode}); installing {SERVER_PACKAGE} from "
+                f"{LOCK_FILE}:\n{(proc.stderr or proc.stdout)[-3000:]}"
+            )
+        (folder / STAMP_NAME).write_text(lock_hash() + "\n", encoding="utf-8")
+        if log is not None:
+            log.append(f"installed {SERVER_PACKAGE} with npm ci in {time.monotonic() - started:.0f}s into {folder}")
+    return folder

@@ -1,0 +1,295 @@
+"""SQL over HTTP at ``POST /sql``, the protocol of ``@neondatabase/serverless``'s ``neon()`` driver.
+
+What the driver sends (read in its published ``index.mjs``, version 1.0.0): a JSON body
+``{"query": text, "params": [...]}``, or ``{"queries": [{"query", "params"}, ...]}`` for
+``transaction([...])``; the headers ``Neon-Connection-String`` (the database URI, whose password
+is the credential: no bearer token), ``Neon-Raw-Text-Output: true`` and ``Neon-Array-Mode: true``,
+and for a batch ``Neon-Batch-Isolation-Level`` (``ReadUncommitted``, ``ReadCommitted``,
+``RepeatableRead``, ``Serializable``), ``Neon-Batch-Read-Only`` and ``Neon-Batch-Deferrable``.
+What it reads: ``{fields: [{name, dataTypeID, tableID, columnID, dataTypeSize, dataTypeModifier,
+format}], rows, command, rowCount, rowAsArray}`` per query (a batch: ``{"results": [...]}``); on
+HTTP 400 a JSON body with PostgreSQL's error fields (``message``, ``code``, ``severity``,
+``detail``, ``hint``, ``position``, ``where``, ``constraint``, ...), any other status as text.
+
+Each query runs with the extended protocol (one statement, ``$1`` parameters sent as text) on its
+own connection as the project's role; a batch is one transaction, rolled back on the first error.
+Values come back as PostgreSQL's text output, as Neon's proxy sends them with raw text output on.
+Only databases this localneon manages are served: the URI must name one of its branch databases,
+as the owning project's role, with that role's password.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from psycopg import pq
+from psycopg.conninfo import make_conninfo
+from psycopg.pq.abc import PGconn, PGresult
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from localneon.branching import Neon
+from localneon.explain_options import without_neon_explain_options
+from localneon.sql import STATEMENT_TIMEOUT_MS
+
+ISOLATION_LEVELS = {
+    "ReadUncommitted": "READ UNCOMMITTED",
+    "ReadCommitted": "READ COMMITTED",
+    "RepeatableRead": "REPEATABLE READ",
+    "Serializable": "SERIALIZABLE",
+}
+# PostgreSQL's error fields under the names the driver copies onto its NeonDbError.
+ERROR_FIELDS = {
+    "severity": pq.DiagnosticField.SEVERITY,
+    "code": pq.DiagnosticField.SQLSTATE,
+    "detail": pq.DiagnosticField.MESSAGE_DETAIL,
+    "hint": pq.DiagnosticField.MESSAGE_HINT,
+    "position": pq.DiagnosticField.STATEMENT_POSITION,
+    "internalPosition": pq.DiagnosticField.INTERNAL_POSITION,
+    "internalQuery": pq.DiagnosticField.INTERNAL_QUERY,
+    "where": pq.DiagnosticField.CONTEXT,
+    "schema": pq.DiagnosticField.SCHEMA_NAME,
+    "table": pq.DiagnosticField.TABLE_NAME,
+    "column": pq.DiagnosticField.COLUMN_NAME,
+    "dataType": pq.DiagnosticField.DATATYPE_NAME,
+    "constraint": pq.DiagnosticField.CONSTRAINT_NAME,
+    "file": pq.DiagnosticField.SOURCE_FILE,
+    "line": pq.DiagnosticField.SOURCE_LINE,
+    "routine": pq.DiagnosticField.SOURCE_FUNCTION,
+}
+# Text output turned into JSON values when the client asks for no raw text (Neon-Raw-Text-Output
+# absent or false): booleans, small numbers and JSON; everything else (int8, numeric...) stays text.
+_BOOL, _NUMBERS, _JSON = 16, {21, 23, 26, 700, 701}, {114, 3802}
+
+
+class SqlHttpError(Exception):
+    """A request answered with HTTP 400 and a PostgreSQL-shaped error body."""
+
+    def __init__(self, message: str, code: str = "", **fields: str) -> None:
+        super().__init__(message)
+        self.body = {"message": message, **({"code": code} if code else {}), **fields}
+
+
+@dataclass
+class SqlRequest:
+    """One POST /sql, parsed: its queries and how to run and answer them."""
+
+    queries: list[tuple[str, list[str | None]]]
+    batch: bool
+    array_mode: bool
+    raw_text: bool
+    begin: str = "BEGIN"
+
+
+def _flag(headers: Any, name: str) -> bool | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    if value.strip().lower() not in ("true", "false"):
+        raise SqlHttpError(f"header {name} must be true or false, got {value!r}")
+    return value.strip().lower() == "true"
+
+
+def _param(value: Any, where: str) -> str | None:
+    """A parameter as PostgreSQL text (the driver sends strings or null; other JSON is accepted too)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    raise SqlHttpError(f"{where}: unsupported parameter {value!r}")
+
+
+def _query(item: Any, where: str) -> tuple[str, list[str | None]]:
+    if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+        raise SqlHttpError(f'{where} must be an object with a "query" string')
+    params = item.get("params") or []
+    if not isinstance(params, list):
+        raise SqlHttpError(f'{where}: "params" must be an array')
+    return item["query"], [_param(p, f"{where} parameter ${i + 1}") for i, p in enumerate(params)]
+
+
+def parse_request(body: bytes, headers: Any) -> SqlRequest:
+    """The queries and options of one request; bad input raises SqlHttpError naming what is wrong."""
+    try:
+        data = json.loads(body or b"null")
+    except json.JSONDecodeError as exc:
+        raise SqlHttpError(f"request body is not valid JSON: {exc}") from exc
+    if isinstance(data, dict) and "queries" in data:
+        if not isinstance(data["queries"], list):
+            raise SqlHttpError('"queries" must be an array of {"query", "params"} objects')
+        queries = [_query(q, f"queries[{i}]") for i, q in enumerate(data["queries"])]
+        batch = True
+    else:
+        queries, batch = [_query(data, "the request body")], False
+    request = SqlRequest(
+        queries,
+        batch,
+        array_mode=bool(_flag(headers, "Neon-Array-Mode")),
+        raw_text=bool(_flag(headers, "Neon-Raw-Text-Output")),
+    )
+    level = headers.get("Neon-Batch-Isolation-Level")
+    if level is not None and level not in ISOLATION_LEVELS:
+        raise SqlHttpError(f"Neon-Batch-Isolation-Level must be one of {', '.join(ISOLATION_LEVELS)}, got {level!r}")
+    read_only, deferrable = _flag(headers, "Neon-Batch-Read-Only"), _flag(headers, "Neon-Batch-Deferrable")
+    modes = [f"ISOLATION LEVEL {ISOLATION_LEVELS[level]}"] if level else []
+    modes += [] if read_only is None else ["READ ONLY" if read_only else "READ WRITE"]
+    modes += [] if deferrable is None else ["DEFERRABLE" if deferrable else "NOT DEFERRABLE"]
+    request.begin = " ".join(["BEGIN", ", ".join(modes)]).strip()
+    return request
+
+
+def resolve_conninfo(neon: Neon, connection_string: str | None) -> str:
+    """The libpq conninfo for a ``Neon-Connection-String``, refused unless it names a database of
+    this server's catalog, as its project's role, with that role's password."""
+    if not connection_string:
+        raise SqlHttpError("missing Neon-Connection-String header: send the database's postgresql:// URI")
+    parts = urlsplit(connection_string)
+    if parts.scheme not in ("postgres", "postgresql") or not parts.username or not parts.path.strip("/"):
+        raise SqlHttpError("Neon-Connection-String must be postgresql://user:password@host:port/dbname")
+    cluster = neon.cluster
+    allowed_hosts = {cluster.public_host, "localhost", "127.0.0.1"}
+    if parts.hostname and parts.hostname not in allowed_hosts:
+        raise SqlHttpError(f"host {parts.hostname!r} is not this localneon's PostgreSQL ({cluster.public_host})")
+    if parts.port is not None and cluster.tcp_port is not None and parts.port != cluster.tcp_port:
+        raise SqlHttpError(f"port {parts.port} is not this localneon's PostgreSQL (port {cluster.tcp_port})")
+    user, password = unquote(parts.username), unquote(parts.password or "")
+    pg_name = unquote(parts.path.strip("/"))
+    with neon.catalog.connect() as conn:
+        row = conn.execute(
+            "SELECT p.role_name, p.role_password FROM databases d JOIN branches b ON b.id = d.branch_id "
+            "JOIN projects p ON p.id = b.project_id WHERE d.pg_name = %s",
+            (pg_name,),
+        ).fetchone()
+    if row is None:
+        raise SqlHttpError(f'database "{pg_name}" is not a database of this localneon', "3D000", severity="FATAL")
+    if user != row["role_name"] or not hmac.compare_digest(password.encode(), str(row["role_password"]).encode()):
+        raise SqlHttpError(f'password authentication failed for user "{user}"', "28P01", severity="FATAL")
+    conninfo = cluster.conninfo(pg_name, user=user, password=password)
+    return make_conninfo(conninfo, options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}", connect_timeout=15)
+
+
+def _error(result: PGresult | None, conn: PGconn) -> SqlHttpError:
+    if result is None:
+        return SqlHttpError(conn.get_error_message() or "the query returned no result")
+    message = (result.error_field(pq.DiagnosticField.MESSAGE_PRIMARY) or b"").decode(errors="replace")
+    fields = {}
+    for name, code in ERROR_FIELDS.items():
+        value = result.error_field(code)
+        if value is not None:
+            fields[name] = value.decode(errors="replace")
+    error = SqlHttpError(message or result.get_error_message())
+    error.body.update(fields)
+    return error
+
+
+def _value(raw: bytes | None, type_oid: int, raw_text: bool) -> Any:
+    if raw is None:
+        return None
+    text = raw.decode()
+    if raw_text:
+        return text
+    if type_oid == _BOOL:
+        return text == "t"
+    if type_oid in _NUMBERS:
+        number = float(text)
+        return int(number) if number.is_integer() and type_oid not in (700, 701) else number
+    if type_oid in _JSON:
+        return json.loads(text)
+    return text
+
+
+def _result_json(result: PGresult, request: SqlRequest) -> dict[str, Any]:
+    fields: list[dict[str, Any]] = [
+        {
+            "name": (result.fname(i) or b"").decode(),
+            "dataTypeID": result.ftype(i),
+            "tableID": result.ftable(i),
+            "columnID": result.ftablecol(i),
+            "dataTypeSize": result.fsize(i),
+            "dataTypeModifier": result.fmod(i),
+            "format": "text",
+        }
+        for i in range(result.nfields)
+    ]
+    rows: list[Any] = []
+    for r in range(result.ntuples):
+        values = [_value(result.get_value(r, c), result.ftype(c), request.raw_text) for c in range(result.nfields)]
+        rows.append(values if request.array_mode else {f["name"]: v for f, v in zip(fields, values, strict=True)})
+    status = (result.command_status or b"").decode()
+    return {
+        "command": status.split(" ", 1)[0],
+        "rowCount": result.command_tuples,
+        "rows": rows,
+        "fields": fields,
+        "rowAsArray": request.array_mode,
+    }
+
+
+_OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QUERY)
+_COPY = (pq.ExecStatus.COPY_IN, pq.ExecStatus.COPY_OUT, pq.ExecStatus.COPY_BOTH)
+
+
+def _exec(conn: PGconn, text: str, params: list[str | None] | None = None) -> PGresult:
+    if params is None:
+        result = conn.exec_(text.encode())
+    else:
+        encoded = [p.encode() if p is not None else None for p in params]
+        result = conn.exec_params(without_neon_explain_options(text).encode(), encoded)
+    if result.status in _COPY:
+        raise SqlHttpError("COPY is not available over /sql: use INSERT, or a PostgreSQL client over TCP")
+    if result.status not in _OK:
+        raise _error(result, conn)
+    return result
+
+
+def execute(conninfo: str, request: SqlRequest) -> dict[str, Any]:
+    """Run the request's queries (a batch in one transaction); the response body."""
+    conn = pq.PGconn.connect(conninfo.encode())
+    try:
+        if conn.status != pq.ConnStatus.OK:
+            raise SqlHttpError((conn.get_error_message() or "could not connect").strip(), "08006")
+        if not request.batch:
+            query, params = request.queries[0]
+            return _result_json(_exec(conn, query, params), request)
+        _exec(conn, request.begin)
+        try:
+            results = [_result_json(_exec(conn, q, p), request) for q, p in request.queries]
+            _exec(conn, "COMMIT")
+        except SqlHttpError:
+            conn.exec_(b"ROLLBACK")
+            raise
+        return {"results": results}
+    finally:
+        conn.finish()
+
+
+def sql_endpoint(neon: Neon) -> Any:
+    """The Starlette handler for ``POST /sql`` on ``neon``'s cluster."""
+
+    async def handle(request: Request) -> Response:
+        body = await request.body()
+
+        def work() -> dict[str, Any]:
+            parsed = parse_request(body, request.headers)
+            return execute(resolve_conninfo(neon, request.headers.get("Neon-Connection-String")), parsed)
+
+        try:
+            return JSONResponse(await run_in_threadpool(work))
+        except SqlHttpError as exc:
+            return JSONResponse(exc.body, status_code=400)
+        except Exception as exc:  # a bug or an unreachable catalog: the reason, not a bare 500 page
+            traceback.print_exc(file=sys.stderr)
+            return JSONResponse({"message": f"{type(exc).__name__}: {str(exc).strip()}"}, status_code=500)
+
+    return handle

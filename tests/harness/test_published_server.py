@@ -1,0 +1,218 @@
+"""Neon's published server (npm 0.6.5) and any stdio server: what they get, where their SQL goes,
+which API they use, and how the suite names them. Real processes: the installed server over stdio,
+the local server over HTTP, a loopback HTTP server that is not Neon's."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.config import ConfigError, Settings
+from harness.mcp.client import connect
+from harness.mcp.server_process import LocalServer, ServerEndpoints
+from harness.run.trial import TrialRunner
+from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.backend import api_url_for
+from harness.servers.neon.conventions import conventional_annotations
+from harness.servers.neon.published.install import ensure_installed, server_entry
+from harness.servers.neon.published.pin import SEAM
+from harness.servers.neon.stdio import KEY_PLACEHOLDER, empty_workdir, neon_npm_target, server_environment
+from localneon.snapshot import own_tools
+from tests.harness.conftest import TOKEN, make_case, settings_from
+
+SettingsFactory = Callable[..., Settings]
+
+LABEL = "@neondatabase/mcp-server-neon@0.6.5"
+
+
+def test_a_stdio_server_is_named_stably_and_uses_the_api_it_is_given() -> None:
+    npm = settings_from({"EVAL_MODEL": "control:oracle", "EVAL_SERVER": "neon-npm"})
+    assert (npm.server_kind, npm.server_identity, npm.server_label, npm.uses_local_server) == (
+        "stdio",
+        LABEL,
+        LABEL,
+        True,
+    )
+    given = settings_from(
+        {"EVAL_MODEL": "control:oracle", "EVAL_SERVER": "neon-npm", "NEON_API_URL": "http://127.0.0.1:9/api/v2"}
+    )
+    assert not given.uses_local_server
+    one = settings_from(
+        {"EVAL_MODEL": "control:oracle", "EVAL_SERVER": "my-mcp --port=51234 --api http://127.0.0.1:40001"}
+    )
+    other = one.model_copy(update={"server": "my-mcp --port=41999 --api http://127.0.0.1:38002"})
+    assert one.server_identity == other.server_identity == "my-mcp --port=<port> --api http://127.0.0.1:<port>"
+    entry = server_entry(ensure_installed())
+    by_path = settings_from({"EVAL_MODEL": "control:oracle", "EVAL_SERVER": f"node {entry} start KEY"})
+    assert by_path.server_identity == LABEL  # a package run from node_modules is named by its package.json
+    local = settings_from({"EVAL_MODEL": "control:oracle"})
+    assert (local.server_identity, local.server_label) == ("local", "local")
+
+
+def test_a_stdio_server_gets_what_it_needs_and_nothing_of_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak")
+    monkeypatch.setenv("NEON_API_KEY", "napi-the-harness-own")
+    monkeypatch.setenv("LOCALNEON_PGDATA", "/data/cluster")
+    env = server_environment("http://127.0.0.1:5/api/v2", "token-for-that-api")
+    assert env == {
+        "LOCALNEON_PGDATA": "/data/cluster",
+        "SENTRY_DSN": "",
+        "ANALYTICS_WRITE_KEY": "",
+        "NEXT_TELEMETRY_DISABLED": "1",
+        "NEON_API_HOST": "http://127.0.0.1:5/api/v2",
+        "NEON_API_URL": "http://127.0.0.1:5/api/v2",
+        "NEON_API_KEY": "token-for-that-api",
+    } | ({"VIRTUAL_ENV": env["VIRTUAL_ENV"]} if "VIRTUAL_ENV" in env else {})
+    target = neon_npm_target(env, "token-for-that-api")
+    assert target.command == "node" and target.args[-3:] == ["start", KEY_PLACEHOLDER, "--no-analytics"]
+    assert not any("token-for-that-api" in arg for arg in target.args)  # a command line is readable by anyone
+    assert Path(str(target.cwd)) == empty_workdir() and not any(empty_workdir().iterdir())  # no .env to load
+
+
+@pytest.fixture
+def html_server() -> Iterator[str]:
+    """A loopback server that is not Neon's: HTML 404 for everything (a Next.js app's /api/api/v2)."""
+
+    class NotNeon(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<!DOCTYPE html><html><body>404: This page could not be found.</body></html>"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotNeon)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_loopback_url_is_taken_for_localneon_only_when_it_answers_as_one(
+    html_server: str, endpoints: ServerEndpoints
+) -> None:
+    base = {"EVAL_MODEL": "control:oracle", "NEON_API_KEY": TOKEN}
+    with pytest.raises(ConfigError, match=r"does not answer as localneon: GET .*/api/api/v2/projects gave HTTP 404"):
+        api_url_for(settings_from({**base, "EVAL_SERVER": f"{html_server}/api/mcp"}))
+    named = settings_from({**base, "EVAL_SERVER": f"{html_server}/api/mcp", "NEON_API_URL": endpoints.api_url})
+    assert api_url_for(named) == endpoints.api_url
+    assert api_url_for(settings_from({**base, "EVAL_SERVER": endpoints.mcp_url})) == endpoints.api_url
+
+
+def test_neons_annotations_in_the_conventions_match_the_twins() -> None:
+    tools = own_tools(None)
+    assert len(tools) > 20
+    for name, tool in tools.items():
+        expected = conventional_annotations(name)
+        assert expected is not None, f"{name} is missing from the conventions"
+        assert {key: tool.annotations.get(key) for key in expected} == expected, name
+
+
+async def test_the_fetch_preload_sends_the_servers_sql_to_the_twin(endpoints: ServerEndpoints, api: NeonAPI) -> None:
+    """sql-fetch.mjs (for builds that bundle the driver) works on 0.6.5 too: it wraps the global fetch."""
+    env = server_environment(endpoints.api_url, TOKEN)
+    target = neon_npm_target(env, TOKEN)
+    sql_preload = target.args.index((SEAM / "sql-endpoint.mjs").as_uri())
+    target.args[sql_preload] = (SEAM / "sql-fetch.mjs").as_uri()
+    project = (await api.create_project("eval-published-fetch-preload"))["project"]["id"]
+    try:
+        async with connect(target) as connection:
+            await connection.list_tools()
+            result = await connection.call("run_sql", {"sql": "SELECT 40 + 2 AS answer", "projectId": project})
+        assert not result.is_error, result.text
+        assert json.loads(result.text) == [{"answer": 42}]
+    finally:
+        await api.delete_project(project)
+
+
+async def test_with_neon_api_url_the_stdio_server_and_the_harness_use_that_api(
+    local_server: LocalServer, endpoints: ServerEndpoints, runner_settings: SettingsFactory
+) -> None:
+    settings = runner_settings({"EVAL_SERVER": "neon-npm", "NEON_API_URL": endpoints.api_url, "NEON_API_KEY": TOKEN})
+    async with TrialRunner(settings) as runner:
+        assert runner.server is None  # no localneon of its own: the API named is the one used
+        record = await runner.run(make_case(), 0)
+    assert record.outcome == "ok", record.error
+    assert [call.name for call in record.tool_calls][:1] == ["prepare_database_migration"]
+    assert TOKEN not in record.model_dump_json()
+
+
+def test_drift_says_what_0_6_5_lacks(endpoints: ServerEndpoints, tmp_path: Path) -> None:
+    command = f"node {server_entry(ensure_installed())} start {TOKEN} --no-analytics"
+    env = {**server_environment(endpoints.api_url, TOKEN), "PATH": os.environ["PATH"]}
+    snapshot = tmp_path / "npm-0.6.5.json"
+    taken = subprocess.run(
+        [sys.executable, "-m", "localneon.snapshot", command, "-o", str(snapshot)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert taken.returncode == 0, taken.stderr
+    assert TOKEN not in snapshot.read_text()  # 0.6.5 takes its key as an argument: not kept in the file
+    drift = subprocess.run(
+        [sys.executable, "-m", "localneon.snapshot", "--drift", str(snapshot)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert drift.returncode == 1
+    lines = drift.stdout.splitlines()
+    assert any(
+        line.startswith("run_sql: the snapshot declares no annotations") and "destructiveHint True" in line
+        for line in lines
+    )
+    assert "complete_database_migration: parameter applyChanges is here but not in the snapshot" in lines
+    described = [line for line in lines if line.startswith("prepare_database_migration: description ")]
+    assert len(described) == 1 and "in the snapshot, similarity 0." in described[0]
+
+
+def test_the_key_0_6_5_takes_as_an_argument_stays_out_of_its_stderr_and_command_line() -> None:
+    """0.6.5 prints a failed start-up call whole, its Authorization header included; the preload
+    swaps the key in from the environment, so the command line carries only a placeholder."""
+    key = "napi-must-not-be-printed-7c1e"
+    target = neon_npm_target(server_environment("http://127.0.0.1:9/api/v2", key), key)
+    env = {"PATH": os.environ["PATH"], **(target.env or {})}
+    done = subprocess.run(
+        [target.command, *target.args],
+        cwd=target.cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and "Server error" in done.stderr  # GET /auth failed: it exits at start
+    assert key not in " ".join(target.args)
+    # The key the server sent is the environment's (redacted), not the placeholder of its arguments.
+    assert key not in done.stderr and "Bearer [REDACTED]" in done.stderr and KEY_PLACEHOLDER not in done.stderr
+    at = target.args.index((SEAM / "redact-key.mjs").as_uri())
+    on_command_line = [key if arg == KEY_PLACEHOLDER else arg for arg in target.args]
+    bare = subprocess.run(
+        [target.command, *on_command_line[: at - 1], *on_command_line[at + 1 :]],
+        cwd=target.cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert key in bare.stderr  # without the preload the key is printed: the test can fail

@@ -1,0 +1,107 @@
+"""localneon driven by Neon's own client libraries from npm, not by code of ours.
+
+`npm/drive.mjs` uses `@neondatabase/api-client` (REST) and `@neondatabase/serverless`'s `neon()`
+(SQL over HTTP, pointed at localneon's `/sql` with `neonConfig.fetchEndpoint`) against the
+session's localneon HTTP server: it creates a project, lists its branches, gets its database and a
+connection URI, runs queries with parameters and a `transaction([...])`, and provokes errors.
+Without node and npm on PATH these tests are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.localneon.helpers import HttpServer
+from tests.localneon.npm_packages import NPM_DIR, NpmMissing, ensure_installed
+
+
+@pytest.fixture(scope="module")
+def installed() -> None:
+    try:
+        ensure_installed()
+    except NpmMissing as exc:
+        pytest.skip(f"{exc}: skipping the tests that drive localneon with Neon's npm packages")
+
+
+def test_a_second_install_is_a_cache_hit(installed: None) -> None:
+    assert ensure_installed() is False
+    assert (NPM_DIR / "node_modules" / "@neondatabase" / "serverless" / "package.json").is_file()
+
+
+def drive(server: HttpServer) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "LOCALNEON_API_URL": server.api_url,
+        "LOCALNEON_TOKEN": server.token,
+        "LOCALNEON_SQL_URL": f"{server.url}/sql",
+    }
+    node = shutil.which("node") or "node"
+    proc = subprocess.run([node, "drive.mjs"], cwd=NPM_DIR, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def test_neon_clients_drive_localneon(installed: None, http_server: HttpServer) -> None:
+    out = drive(http_server)
+
+    assert out["account"]["auth"]["auth_method"] == "api_key_user"
+    assert out["account"]["org_id"] == "org-localneon" and out["account"]["shared"] == 0
+
+    uri = urlsplit(out["rest"]["uri"])
+    assert uri.hostname == "127.0.0.1" and uri.port and uri.path.startswith("/ln_")
+    assert out["created"]["uri"] == out["rest"]["uri"]
+    assert out["rest"]["branches"] == ["main"]
+    assert out["rest"]["database"]["name"] == "neondb"
+
+    sql = out["sql"]
+    # Text output parsed by the driver's own type parsers: int, text, text[] and timestamptz round-trip.
+    assert sql["inserted"] == {"id": 1, "body": "it's", "tags": ["a", "b"], "at": "1970-01-01T00:00:00.000Z"}
+    assert sql["full"] == {
+        "rows": [{"answer": 42, "missing": True}],
+        "command": "SELECT",
+        "rowCount": 1,
+        "fields": [["answer", 23], ["missing", 16]],
+    }
+    assert sql["transaction"] == {"first": [{"id": 2}], "second": [], "count": [{"n": 3}]}
+
+    failures = out["failures"]
+    assert failures["syntax"] == {
+        "name": "NeonDbError",
+        "message": 'syntax error at or near "SELEC"',
+        "code": "42601",
+        "severity": "ERROR",
+        "position": "1",
+    }
+    assert failures["transaction"]["code"] == "23502" and failures["transaction"]["column"] == "body"
+    assert failures["rows_after_failed_transaction"] == 3  # the failed batch's first insert was rolled back
+    assert failures["password"]["code"] == "28P01"
+
+    project_id = out["created"]["project_id"]
+    assert out["deleted"] == project_id
+    with http_server.api() as api:
+        assert api.get(f"/projects/{project_id}").status_code == 404
+
+
+def test_sql_refuses_databases_it_does_not_manage(http_server: HttpServer) -> None:
+    """The same error path the driver reads (HTTP 400, JSON with a message), for URIs that are not ours."""
+    sql = f"{http_server.url}/sql"
+    cases = {
+        "postgresql://u:p@db.example.com/neondb": "db.example.com",
+        "postgresql://postgres:x@127.0.0.1/postgres": "not a database of this localneon",
+        "mysql://u:p@127.0.0.1/x": "postgresql://",
+    }
+    with httpx.Client(timeout=30) as http:
+        for uri, expected in cases.items():
+            response = http.post(sql, json={"query": "SELECT 1"}, headers={"Neon-Connection-String": uri})
+            assert response.status_code == 400 and expected in response.json()["message"], (uri, response.text)
+        missing = http.post(sql, json={"query": "SELECT 1"})
+        assert missing.status_code == 400 and "Neon-Connection-String" in missing.json()["message"]
