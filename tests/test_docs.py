@@ -355,6 +355,17 @@ def _is_env(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and bool(re.search(r"env|environ|^source$", node.id))
 
 
+def string_constants(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level `NAME = "text"` assignments."""
+    return {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
 class EnvReads(ast.NodeVisitor):
     """Environment variable names a module reads, with their line numbers.
 
@@ -364,15 +375,11 @@ class EnvReads(ast.NodeVisitor):
     module constant holding one.
     """
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, imported: dict[str, str] | None = None) -> None:
         self.found: dict[str, int] = {}
-        self.constants = {
-            target.id: node.value.value
-            for node in tree.body
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-            for target in node.targets
-            if isinstance(target, ast.Name) and isinstance(node.value.value, str)
-        }
+        # Names of string constants: this module's, over those of the suite's other modules (`imported`),
+        # so `os.environ.get(CONTEXT_VARIABLE)` counts where CONTEXT_VARIABLE was imported from elsewhere.
+        self.constants = {**(imported or {}), **string_constants(tree)}
         self.tuples = {
             target.id: node.value.elts
             for node in tree.body
@@ -484,12 +491,16 @@ class EnvReads(ast.NodeVisitor):
 
 def code_variables() -> dict[str, list[str]]:
     """Every environment variable the suite's code and Makefile read: name -> where (file:line, ...)."""
+    trees = {
+        path: ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for package in SCANNED_PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+    }
+    imported = {name: value for tree in trees.values() for name, value in string_constants(tree).items()}
     found: dict[str, list[str]] = {}
-    for package in SCANNED_PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-            for name, line in EnvReads(tree).found.items():
-                found.setdefault(name, []).append(f"{path.relative_to(REPO)}:{line}")
+    for path, tree in trees.items():
+        for name, line in EnvReads(tree, imported).found.items():
+            found.setdefault(name, []).append(f"{path.relative_to(REPO)}:{line}")
     for name, line in makefile_variables().items():
         found.setdefault(name, []).append(f"Makefile:{line}")
     return found
@@ -541,7 +552,7 @@ def read(env):
     return EnvVar("K_ENVVAR"), "NOT_READ", {"L_KEY": 1}.get("L_KEY")
 PASSED = ("M_PASSED", "N_PASSED")
 """
-    found = EnvReads(ast.parse(source)).found
+    found = EnvReads(ast.parse(source + "x = os.environ.get(ELSEWHERE)\n"), {"ELSEWHERE": "O_IMPORTED"}).found
     assert sorted(found) == [
         "A_GET",
         "B_ITEM",
@@ -556,6 +567,7 @@ PASSED = ("M_PASSED", "N_PASSED")
         "K_ENVVAR",
         "M_PASSED",
         "N_PASSED",
+        "O_IMPORTED",
     ]
 
 
