@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harness.clock import Clock, system_clock
 from harness.config import ConfigError, Settings, parse_duration
 from harness.mcp.server_process import LocalServer
 from harness.run import liveness
@@ -87,6 +88,7 @@ async def sweep(
     dry_run: bool = False,
     delete_projects: bool = True,
     killed_runs: Iterable[str] = (),
+    clock: Clock = system_clock,
 ) -> SweepReport:
     """Delete marked leftovers older than `older_than`, and those of `killed_runs` whatever their age;
     return what was deleted (or would be)."""
@@ -94,7 +96,7 @@ async def sweep(
     killed = sorted(set(killed_runs))
     runs = sorted(set(run_ids) | set(killed))
     pool_ids = set(pool)
-    cutoff = datetime.now(UTC) - older_than
+    cutoff = clock() - older_than
     if delete_projects:
         for project in await api.list_projects(search=EVAL_PREFIX):
             name = str(project.get("name", ""))
