@@ -484,9 +484,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stopped {pgdata}" if stopped else f"not running: {pgdata}")
             return 0
         if args.command == "release":
-            stopped = release(pgdata, args.pid)
-            users = live_leases(pgdata) if (pgdata / "PG_VERSION").exists() else []
-            print(f"stopped {pgdata}" if stopped else f"left running: {pgdata} ({len(users)} user(s))")
+            if release(pgdata, args.pid):
+                print(f"stopped {pgdata}")
+            elif (pgdata / "PG_VERSION").exists() and _read_uri(pgdata) is not None:
+                print(f"left running: {pgdata} (in use: {', '.join(live_leases(pgdata)) or 'LOCALNEON_KEEP=1'})")
+            else:
+                print(f"not running: {pgdata}")
             return 0
     except ClusterError as error:
         print(f"localneon.pg: {error}", file=sys.stderr)
