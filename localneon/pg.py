@@ -38,6 +38,8 @@ import psycopg
 from filelock import FileLock
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from localneon import leases
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"
 # Settings applied once to a fresh embedded cluster (they need a restart).
@@ -297,7 +299,7 @@ def start_embedded(pgdata: Path | None = None, *, lease: bool = True) -> Cluster
             uri = _start(pgdata, system_user)
         uri = _configure(pgdata, uri, system_user)
         if lease:
-            _write_lease(pgdata, os.getpid())
+            leases.take(pgdata, os.getpid())
     if lease:
         _release_at_exit(pgdata)
     return Cluster(admin_conninfo=uri, embedded=True, pgdata=pgdata)
@@ -323,7 +325,7 @@ def stop_embedded(pgdata: Path | None = None) -> bool:
     if not (pgdata / "PG_VERSION").exists():
         return False
     with _lock(pgdata):
-        shutil.rmtree(_leases_dir(pgdata), ignore_errors=True)
+        leases.drop_all(pgdata)
         return _stop_locked(pgdata)
 
 
@@ -341,56 +343,8 @@ def remove_cluster(pgdata: Path) -> None:
     """Stop the cluster and delete its data directory with everything kept beside it (lock, leases)."""
     stop_embedded(pgdata)
     shutil.rmtree(pgdata, ignore_errors=True)
-    shutil.rmtree(_leases_dir(pgdata), ignore_errors=True)
+    leases.drop_all(pgdata)
     _lock_path(pgdata).unlink(missing_ok=True)
-
-
-# Leases: one file per process using the cluster, named after its pid, holding its start time (so a
-# reused pid is not taken for the process that wrote the lease). KEEP_LEASE is `pg start`'s.
-KEEP_LEASE = "kept"
-
-
-def _leases_dir(pgdata: Path) -> Path:
-    return pgdata.parent / f".{pgdata.name}.leases"
-
-
-def _started_at(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (/proc), None when it is not running."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return ""  # no /proc (macOS): the pid alone
-    return None if fields[0] == "Z" else fields[19]
-
-
-def _write_lease(pgdata: Path, pid: int) -> None:
-    folder = _leases_dir(pgdata)
-    folder.mkdir(exist_ok=True)
-    (folder / str(pid)).write_text(_started_at(pid) or "", encoding="utf-8")
-
-
-def live_leases(pgdata: Path) -> list[str]:
-    """The leases of processes still running (and `pg start`'s); dead ones are removed on the way."""
-    live: list[str] = []
-    for path in sorted(_leases_dir(pgdata).glob("*")):
-        if path.name == KEEP_LEASE:
-            live.append(path.name)
-            continue
-        try:
-            started, recorded = _started_at(int(path.name)), path.read_text(encoding="utf-8").strip()
-        except (OSError, ValueError):
-            started, recorded = None, ""
-        if started is not None and (not recorded or not started or started == recorded):
-            live.append(path.name)
-        else:
-            path.unlink(missing_ok=True)
-    return live
 
 
 def release(pgdata: Path | None = None, pid: int | None = None) -> bool:
@@ -401,8 +355,8 @@ def release(pgdata: Path | None = None, pid: int | None = None) -> bool:
         return False
     with _lock(pgdata):
         if pid is not None:
-            (_leases_dir(pgdata) / str(pid)).unlink(missing_ok=True)
-        if live_leases(pgdata) or os.environ.get("LOCALNEON_KEEP") == "1":
+            leases.drop(pgdata, pid)
+        if leases.live(pgdata) or os.environ.get("LOCALNEON_KEEP") == "1":
             return False
         return _stop_locked(pgdata)
 
@@ -477,8 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             cluster = start_embedded(pgdata, lease=False)
             with _lock(pgdata):
-                _leases_dir(pgdata).mkdir(exist_ok=True)
-                (_leases_dir(pgdata) / KEEP_LEASE).touch()  # started by hand: runs until `stop`
+                leases.keep(pgdata)  # started by hand: it runs until `stop`
             print(cluster.admin_conninfo)
             return 0
         if args.command == "stop":
@@ -489,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             if release(pgdata, args.pid):
                 print(f"stopped {pgdata}")
             elif (pgdata / "PG_VERSION").exists() and _read_uri(pgdata) is not None:
-                print(f"left running: {pgdata} (in use: {', '.join(live_leases(pgdata)) or 'LOCALNEON_KEEP=1'})")
+                print(f"left running: {pgdata} (in use: {', '.join(leases.live(pgdata)) or 'LOCALNEON_KEEP=1'})")
             else:
                 print(f"not running: {pgdata}")
             return 0

@@ -60,9 +60,9 @@ def assert_nothing_left(pgdata: Path, *envs: dict[str, str]) -> None:
     """No PostgreSQL running on `pgdata`, no process of the runs, and (opened again to look) no project,
     database or role of theirs in it."""
     assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL is still running"
-    from localneon.pg import live_leases  # here: the check above is what the code before leases failed
+    from localneon import leases  # here: the check above is what the code before leases failed
 
-    assert live_leases(pgdata) == [], "a lease outlived its run"
+    assert leases.live(pgdata) == [], "a lease outlived its run"
     for env in envs:
         assert processes_of(Path(env["TMPDIR"])) == []
     cluster = start_embedded(pgdata)  # this test's own lease; the cluster is removed when the test ends
