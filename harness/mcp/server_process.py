@@ -122,7 +122,9 @@ class LocalServer:
             return  # a cluster of the user's own: not ours to stop
         release = [self.python, "-m", "localneon.pg", "release", f"--pid={pid}"]
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run(release, cwd=str(REPO_ROOT), env=env, capture_output=True, timeout=120, check=False)
+            # Its own session: a second Ctrl-C in the terminal must not cut the release short.
+            cwd = str(REPO_ROOT)
+            subprocess.run(release, cwd=cwd, env=env, capture_output=True, timeout=120, start_new_session=True)
 
     def _check_ready(self) -> ServerEndpoints | None:
         if self.process is not None and self.process.poll() is not None:
