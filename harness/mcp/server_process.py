@@ -115,16 +115,38 @@ class LocalServer:
         register_server(self.process.pid, self._workdir)
         atexit.register(self.stop)
 
-    def _release_cluster(self, pid: int) -> None:
-        """Drop the stopped server's lease on the embedded cluster; stop the cluster if it was the last user."""
+    def _release_cluster(self, pid: int) -> KeyboardInterrupt | None:
+        """Drop the stopped server's lease on the embedded cluster; stop the cluster if it was the last user.
+
+        It runs in its own session and is waited for to the end, a Ctrl-C meanwhile returned (for
+        `stop` to raise once done): cut short, it would leave the cluster running."""
         env = {**os.environ, **(self.env or {})}
         if env.get("DATABASE_URL"):
-            return  # a cluster of the user's own: not ours to stop
+            return None  # a cluster of the user's own: not ours to stop
         release = [self.python, "-m", "localneon.pg", "release", f"--pid={pid}"]
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            # Its own session: a second Ctrl-C in the terminal must not cut the release short.
-            cwd = str(REPO_ROOT)
-            subprocess.run(release, cwd=cwd, env=env, capture_output=True, timeout=120, start_new_session=True)
+        try:
+            process = subprocess.Popen(
+                release,
+                cwd=str(REPO_ROOT),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            return None
+        interrupted: KeyboardInterrupt | None = None
+        while True:
+            try:
+                process.wait(120)
+                return interrupted
+            except KeyboardInterrupt as again:
+                interrupted = again
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                return interrupted
 
     def _check_ready(self) -> ServerEndpoints | None:
         if self.process is not None and self.process.poll() is not None:
@@ -183,7 +205,7 @@ class LocalServer:
         finally:
             if process is not None:
                 unregister_server(process.pid)
-                self._release_cluster(process.pid)
+                interrupted = self._release_cluster(process.pid) or interrupted
             shutil.rmtree(self._workdir, ignore_errors=True)
         if interrupted is not None:
             raise interrupted
