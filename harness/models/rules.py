@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import date, datetime
 from typing import Literal
 
 from harness.recording.records import Usage
@@ -142,28 +142,46 @@ def cost_usd(rules: ModelRules | None, usage: Usage) -> float | None:
     return round(total / 1_000_000, 6)
 
 
-def end_of_life(name: str) -> str | None:
-    """The end-of-life date the installed Anthropic SDK lists for model `name`, if any."""
+def _parse_sdk_date(text: str) -> date | None:
+    """'November 30th, 2026' (the SDK's spelling) as a date; None when it cannot be read."""
+    try:
+        return datetime.strptime(re.sub(r"(\d)(st|nd|rd|th)", r"\1", text), "%B %d, %Y").date()
+    except ValueError:
+        return None
+
+
+def end_of_life_dates() -> dict[str, tuple[str, date | None]]:
+    """Every Claude model id the installed Anthropic SDK lists as deprecated: its date as written, and parsed."""
     try:
         from anthropic._data import DEPRECATED_MODELS
     except ImportError:  # an SDK without the table: nothing known
-        return None
-    date = DEPRECATED_MODELS.get(name)
-    return str(date) if date else None
+        return {}
+    return {str(name): (str(text), _parse_sdk_date(str(text))) for name, text in DEPRECATED_MODELS.items() if text}
 
 
-def deprecation_warning(model: str, today: datetime | None = None) -> str | None:
-    """A loud line for a Claude model the SDK lists as deprecated ("provider:name"), naming its date."""
+def end_of_life(name: str) -> str | None:
+    """The end-of-life date the installed Anthropic SDK lists for model `name`, if any."""
+    found = end_of_life_dates().get(name)
+    return found[0] if found else None
+
+
+def _dates(model: str) -> tuple[str, date | None] | None:
     prefix, _, name = model.partition(":")
-    date = end_of_life(name) if prefix == "anthropic" else None
-    if date is None:
+    return end_of_life_dates().get(name) if prefix == "anthropic" else None
+
+
+def end_of_life_refusal(model: str, today: date) -> str | None:
+    """Why `model` cannot run on `today` (Anthropic no longer serves it), or None while it is served."""
+    found = _dates(model)
+    if found is None or found[1] is None or today <= found[1]:
         return None
-    try:
-        ends = datetime.strptime(re.sub(r"(\d)(st|nd|rd|th)", r"\1", date), "%B %d, %Y").replace(tzinfo=UTC)
-    except ValueError:
-        ends = None
-    now = today or datetime.now(UTC)
-    if ends is not None and now.date() > ends.date():
-        return f"{model} reached end of life on {date}: Anthropic no longer serves it; use {DEFAULT_MODEL}"
-    today_note = " (today)" if ends is not None and now.date() == ends.date() else ""
-    return f"{model} is deprecated and reaches end of life on {date}{today_note}; move to {DEFAULT_MODEL}"
+    return f"EVAL_MODEL: {model} reached end of life on {found[0]}: Anthropic no longer serves it; use {DEFAULT_MODEL}"
+
+
+def deprecation_warning(model: str, today: date) -> str | None:
+    """A loud line for a Claude model the SDK lists as deprecated ("provider:name") still served on `today`."""
+    found = _dates(model)
+    if found is None or end_of_life_refusal(model, today):
+        return None
+    today_note = " (today)" if found[1] == today else ""
+    return f"{model} is deprecated and reaches end of life on {found[0]}{today_note}; move to {DEFAULT_MODEL}"

@@ -6,7 +6,9 @@ run and each local server writes a small entry naming its owner process under
 `.localneon/owners/<cluster>/`; the entry is removed when the run or server ends normally. An entry
 whose owner process is gone marks leftovers the janitor may remove at once, whatever their age.
 Entries are kept per PostgreSQL data directory (`LOCALNEON_PGDATA`): a janitor sweeping one cluster
-must not forget a killed run whose sandboxes live in another.
+must not forget a killed run whose sandboxes live in another. A run the suite recorded with no live
+entry anywhere has ended, however: whatever it left (its cluster was stopped under it, its cleanup
+failed) is nobody's, and the janitor need not wait for it to age.
 """
 
 from __future__ import annotations
@@ -128,6 +130,20 @@ def entries() -> list[Entry]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return found
+
+
+def live_run_ids() -> set[str]:
+    """Run ids a live process is running, under any cluster's entries (a janitor sweeping one cluster
+    must not take a live run registered under another for finished)."""
+    live: set[str] = set()
+    for path in OWNERS_DIR.glob("*/run-*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if pid_alive(int(data["owner"])):
+                live.add(str(data["run_id"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return live
 
 
 def dead_runs() -> list[Entry]:

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-INSTALL = "apt-get update && apt-get install -y chromium"
+INSTALL = "sudo apt-get install -y chromium (`make browser` does it as root; `make test` runs it first)"
 
 
 def chromium() -> str:

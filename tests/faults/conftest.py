@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import psycopg
 import pytest
 
 from harness.run import liveness
-from localneon.pg import Cluster, start_embedded, stop_embedded
+from localneon.pg import Cluster, remove_cluster, start_embedded
 from tests.evals.cli import REPO_ROOT, offline_env
 from tests.pgdirs import FAULTS_PGDATA
 
@@ -66,11 +65,7 @@ def own_cluster_dir(request: pytest.FixtureRequest, name: str) -> Path:
     the others because the embedded server's system user may not enter pytest's private temp folders."""
     pgdata = REPO_ROOT / ".localneon" / name
 
-    def remove() -> None:
-        stop_embedded(pgdata)
-        shutil.rmtree(pgdata, ignore_errors=True)
-
-    request.addfinalizer(remove)
+    request.addfinalizer(lambda: remove_cluster(pgdata))  # its lock file and leases go with it
     return pgdata
 
 

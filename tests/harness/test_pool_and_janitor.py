@@ -6,11 +6,12 @@ import asyncio
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from harness.clock import fixed
 from harness.config import Settings
 from harness.mcp.server_process import LocalServer
 from harness.recording.records import TrialConfig, TrialRecord
@@ -85,14 +86,18 @@ async def test_janitor_deletes_old_marked_projects_and_replay_branches_only(
     replay = (await api.create_branch(project_id, parent_id=golden_id, name=f"eval-expected-{run_id}-x"))["branch"]
     runs = (run_id,)
     try:
-        young = await sweep(api, older_than=timedelta(hours=1), run_ids=runs, pool=(project_id,))
+        # A fixed clock half an hour, then two hours, after the newest leftover was made.
+        created = max(str(item["created_at"]) for item in (await api.get_project(leftover), replay))
+        made = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        hour = timedelta(hours=1)
+        young = await sweep(api, older_than=hour, run_ids=runs, pool=(project_id,), clock=fixed(made + hour / 2))
         assert young.projects == [] and young.branches == []
-        await asyncio.sleep(1.1)
-        dry = await sweep(api, older_than=timedelta(seconds=1), run_ids=runs, pool=(project_id,), dry_run=True)
+        later = fixed(made + 2 * hour)
+        dry = await sweep(api, older_than=hour, run_ids=runs, pool=(project_id,), dry_run=True, clock=later)
         assert dry.projects == [leftover] and len(dry.branches) == 1 and replay["id"] in dry.branches[0]
         assert any(unrecorded in spared for spared in dry.spared)
         assert await api.get_project(leftover)
-        done = await sweep(api, older_than=timedelta(seconds=1), run_ids=runs, pool=(project_id,))
+        done = await sweep(api, older_than=hour, run_ids=runs, pool=(project_id,), clock=later)
         assert done.projects == [leftover] and done.errors == []
         assert [p["id"] for p in await api.list_projects(search=f"eval-{run_id}")] == []
         remaining = {b["id"] for b in await api.list_branches(project_id)}

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import date, datetime
 from typing import Any
 
 import pytest
 
+from harness.clock import fixed
 from harness.config import ConfigError, Settings
 from harness.models.factory import make_provider
 from harness.models.providers import ModelTurn, Provider, TrialContext, control, registry
 from harness.models.providers.registry import EnvVar, ProviderSpec, model_key_variables
-from harness.models.rules import DEFAULT_MODEL, ModelRules, anthropic_rules, deprecation_warning
+from harness.models.rules import (
+    DEFAULT_MODEL,
+    ModelRules,
+    anthropic_rules,
+    deprecation_warning,
+    end_of_life_refusal,
+)
 
 SECRET = "echo-secret-value-0123456789"
 
@@ -95,11 +102,14 @@ def test_control_agents_are_one_entry_each(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_deprecated_models_warn_with_their_date(capsys: pytest.CaptureFixture[str]) -> None:
-    Settings.from_env(env={"EVAL_MODEL": "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY": SECRET}, dotenv_path=None)
+    env = {"EVAL_MODEL": "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY": SECRET}
+    Settings.from_env(env=env, dotenv_path=None, clock=fixed(datetime(2026, 11, 1)))
     err = capsys.readouterr().err
     assert "WARNING: anthropic:claude-sonnet-4-5 is deprecated" in err and "November 30th, 2026" in err
-    later = datetime(2026, 12, 1, tzinfo=UTC)
-    past = deprecation_warning("anthropic:claude-sonnet-4-5", later)
+    past = end_of_life_refusal("anthropic:claude-sonnet-4-5", date(2026, 12, 1))
     assert past is not None and "reached end of life on November 30th, 2026" in past
-    assert deprecation_warning(DEFAULT_MODEL) is None
+    assert deprecation_warning("anthropic:claude-sonnet-4-5", date(2026, 12, 1)) is None  # refused, not warned
+    with pytest.raises(ConfigError, match="EVAL_MODEL: anthropic:claude-sonnet-4-5 reached end of life"):
+        Settings.from_env(env=env, dotenv_path=None, clock=fixed(datetime(2026, 12, 1)))
+    assert deprecation_warning(DEFAULT_MODEL, date(2026, 11, 1)) is None
     assert anthropic_rules("claude-haiku-4-5-20251001").model == "anthropic:claude-haiku-4-5"

@@ -15,12 +15,13 @@ import asyncio
 import email.utils
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import httpx
 from pydantic import SecretStr
 
+from harness.clock import Clock, system_clock
 from harness.config import scrub
 
 RETRY_STATUSES = (423, 429, 503)
@@ -59,7 +60,9 @@ class NeonAPI:
         recover: Callable[[], Awaitable[str | None]] | None = None,
         org_id: str | None = None,
         branch_ttl: timedelta | None = None,
+        clock: Clock = system_clock,
     ) -> None:
+        self.clock = clock  # expires_at and HTTP-date Retry-After values are computed from it
         self.base_url = base_url.rstrip("/")
         self.recover = recover  # called when the server is unreachable: the new base URL if it was restarted
         key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
@@ -149,7 +152,7 @@ class NeonAPI:
             except ValueError:
                 parsed = email.utils.parsedate_to_datetime(retry_after)
                 if parsed is not None:
-                    return max(0.0, min((parsed - datetime.now(UTC)).total_seconds(), 30.0))
+                    return max(0.0, min((parsed - self.clock()).total_seconds(), 30.0))
         return float(min(self.backoff * (2 ** (attempt - 1)), 10.0))
 
     def _error(self, call: str, response: httpx.Response) -> NeonAPIError:
@@ -273,7 +276,7 @@ class NeonAPI:
         if name:
             branch["name"] = name
         if expires_in is not None and self.base_url not in _EXPIRY_REFUSED:
-            branch["expires_at"] = (datetime.now(UTC) + expires_in).strftime("%Y-%m-%dT%H:%M:%SZ")
+            branch["expires_at"] = (self.clock() + expires_in).strftime("%Y-%m-%dT%H:%M:%SZ")
         payload: dict[str, Any] = {"branch": branch}
         if endpoint:
             payload["endpoints"] = [{"type": "read_write"}]

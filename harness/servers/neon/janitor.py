@@ -9,6 +9,9 @@ deletes no project at all, only marked branches of pool projects, never a defaul
 
 A run killed outright (SIGKILL) is known by its owner entry (`harness.run.liveness`): its marked
 leftovers are deleted whatever their age, and the local server it left running is stopped first.
+So are those of every run recorded in `results/` that no live process runs any more (it ended, and
+what it could not clean up is nobody's); `--older-than` spares the young leftovers of the rest, runs
+claimed with `--run-id` that may still be running elsewhere.
 On the local server, databases and roles its catalog does not list are collected when it starts.
 """
 
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harness.clock import Clock, system_clock
 from harness.config import ConfigError, Settings, parse_duration
 from harness.mcp.server_process import LocalServer
 from harness.run import liveness
@@ -87,6 +91,7 @@ async def sweep(
     dry_run: bool = False,
     delete_projects: bool = True,
     killed_runs: Iterable[str] = (),
+    clock: Clock = system_clock,
 ) -> SweepReport:
     """Delete marked leftovers older than `older_than`, and those of `killed_runs` whatever their age;
     return what was deleted (or would be)."""
@@ -94,7 +99,7 @@ async def sweep(
     killed = sorted(set(killed_runs))
     runs = sorted(set(run_ids) | set(killed))
     pool_ids = set(pool)
-    cutoff = datetime.now(UTC) - older_than
+    cutoff = clock() - older_than
     if delete_projects:
         for project in await api.list_projects(search=EVAL_PREFIX):
             name = str(project.get("name", ""))
@@ -143,8 +148,11 @@ async def _main(args: argparse.Namespace) -> int:
         server = LocalServer()
         endpoints = await server.start()
         api = NeonAPI(endpoints.api_url, None, operation_poll=0.05)
-    run_ids = recorded_run_ids(settings.results_dir) | set(args.run_id or [])
+    recorded = recorded_run_ids(settings.results_dir)
+    run_ids = recorded | set(args.run_id or [])
     killed = liveness.dead_runs()  # registered by a process that is gone: killed, never cleaned up
+    # Recorded here and run by no live process: ended, so its leftovers are nobody's (whatever their age).
+    ended = recorded - liveness.live_run_ids()
     try:
         report = await sweep(
             api,
@@ -154,7 +162,7 @@ async def _main(args: argparse.Namespace) -> int:
             golden=settings.neon_golden_branch,
             dry_run=args.dry_run,
             delete_projects=not pool,
-            killed_runs=[entry.run_id for entry in killed],
+            killed_runs=[entry.run_id for entry in killed] + sorted(ended),
         )
     finally:
         await api.aclose()
