@@ -281,8 +281,12 @@ async def _client(target: Any, timeout: float, http: HTTPErrors | None) -> Async
     client = Client(target, read_timeout_seconds=timeout, cache=None, client_info=client_info())
     try:
         entered = await client.__aenter__()
-    except MCPError as error:
-        raise (server_fault(error, "initialize", http) or ServerFault(f"the server refused initialize: {error.message}")) from error
+    except (MCPError, BaseExceptionGroup) as raised:
+        error = _mcp_error_in(raised)  # the SDK's task groups wrap it
+        if error is None:
+            raise
+        fault = server_fault(error, "initialize", http)
+        raise (fault or ServerFault(f"the server refused initialize: {error.message}")) from raised
     try:
         yield entered
     except BaseException as error:
@@ -290,3 +294,15 @@ async def _client(target: Any, timeout: float, http: HTTPErrors | None) -> Async
             raise
     else:
         await client.__aexit__(None, None, None)
+
+
+def _mcp_error_in(error: BaseException) -> MCPError | None:
+    """The MCP error itself, or the first one inside (nested) exception groups."""
+    if isinstance(error, MCPError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _mcp_error_in(inner)
+            if found is not None:
+                return found
+    return None

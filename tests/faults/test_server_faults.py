@@ -17,6 +17,7 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
+from harness.mcp.client import ServerFault, connect
 from harness.mcp.server_process import LocalServer
 from harness.run.trial import TrialRunner
 from tests.faults.conftest import FAULTS_PGDATA
@@ -95,3 +96,14 @@ async def test_every_tool_call_failing_at_the_servers_api_is_an_infra_error(
     assert record.outcome == "infra_error", (record.outcome, record.error)
     assert record.error and "every tool call failed at the server" in record.error
     assert "status code 404" in record.error
+
+
+async def test_a_wrong_token_names_the_401_and_the_servers_message(sandbox_server: LocalServer) -> None:
+    assert sandbox_server.endpoints is not None
+    with pytest.raises(ServerFault) as raised:
+        async with connect(sandbox_server.endpoints.mcp_url, {"Authorization": "Bearer wrong-token"}) as connection:
+            await connection.list_tools()
+    message = str(raised.value)
+    assert "HTTP 401" in message, message
+    assert "invalid bearer token" in message, message  # the server's own words
+    assert "Server returned an error response" not in message
