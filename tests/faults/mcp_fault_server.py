@@ -6,6 +6,7 @@
 - `hang-initialize`: reads the client's messages and never answers any (not even `initialize`);
 - `api-404 URL`: every tool asks the REST API at URL and reports its HTTP error, as Neon's server
   does when its API refuses (`Request failed with status code 404`).
+- `whoami`: every tool answers with the name and version the client introduced itself by.
 The tools carry the names of Neon's, so a control agent calls them as it would on the real server.
 """
 
@@ -65,6 +66,11 @@ def build(mode: str) -> Server[Any]:
             os._exit(3)
         if mode == "hang-call":
             await anyio.sleep_forever()
+        if mode == "whoami":
+            params = ctx.session.client_params
+            info = params.client_info if params is not None else None
+            text = f"client: {info.name} {info.version}" if info is not None else "client: (none given)"
+            return types.CallToolResult(content=[types.TextContent(text=text)])
         text = await anyio.to_thread.run_sync(api_error, params.name)
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -84,7 +90,7 @@ def main() -> None:
             pass
         time.sleep(3600)
         return
-    if mode not in ("die-after-list", "hang-call", "api-404"):
+    if mode not in ("die-after-list", "hang-call", "api-404", "whoami"):
         sys.exit(f"unknown mode {mode!r}")
     anyio.run(serve, mode)
 

@@ -17,7 +17,7 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.mcp.client import ServerFault, connect
+from harness.mcp.client import ServerFault, client_info, connect, stdio_parameters
 from harness.mcp.server_process import LocalServer
 from harness.run.trial import TrialRunner
 from tests.faults.conftest import FAULTS_PGDATA
@@ -107,3 +107,12 @@ async def test_a_wrong_token_names_the_401_and_the_servers_message(sandbox_serve
     assert "HTTP 401" in message, message
     assert "invalid bearer token" in message, message  # the server's own words
     assert "Server returned an error response" not in message
+
+
+async def test_the_harness_introduces_itself_by_name_and_version() -> None:
+    async with connect(stdio_parameters(fault_command("whoami"))) as connection:
+        await connection.list_tools()
+        result = await connection.call("list_projects", {})
+    expected = client_info()
+    assert expected.name == "mcp-migration-evals" and expected.version
+    assert result.text == f"client: {expected.name} {expected.version}", result.text
