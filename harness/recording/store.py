@@ -33,6 +33,9 @@ from harness.recording.records import TrialRecord
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
 
+# Settings that differ between the experiments of one run (one per model, decoy count, shard's pool).
+PER_EXPERIMENT_SETTINGS = frozenset({"model", "decoys", "neon_project_pool", "run_id"})
+
 _LOST: list[str] = []  # why each record this process could not keep was lost
 _LOST_LOCK = threading.Lock()
 
@@ -100,6 +103,30 @@ class ResultsStore:
                 temporary.write_text(text + "\n", encoding="utf-8")
                 os.replace(temporary, path)
         return path
+
+    def reuse_problem(self, settings: Settings) -> str | None:
+        """Why this run may not continue the run folder already there, or None (no folder, or the same
+        settings: a shard, or a second eval file of one run). Appending records made with other settings
+        would leave a run.json that disagrees with them."""
+        path = self.run_dir / RUN_FILE
+        if not path.is_file():
+            return None
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8")).get("settings") or {}
+        except (OSError, ValueError) as error:
+            return f"{path} cannot be read ({error})"
+        current = json.loads(settings.scrub(json.dumps(settings.public())))
+        changed = [
+            f"{key}: {stored.get(key)!r} then, {current.get(key)!r} now"
+            for key in sorted(set(stored) | set(current))
+            if key not in PER_EXPERIMENT_SETTINGS and stored.get(key) != current.get(key)
+        ]
+        if not changed:
+            return None
+        return (
+            f"EVAL_RUN_ID={self.run_dir.name}: {self.run_dir} holds a run made with other settings "
+            f"({'; '.join(changed[:3])}); use a new EVAL_RUN_ID, or remove that folder"
+        )
 
     @property
     def failed(self) -> str | None:
