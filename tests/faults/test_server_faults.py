@@ -20,7 +20,8 @@ from harness.config import Settings
 from harness.mcp.client import ServerFault, client_info, connect, stdio_parameters
 from harness.mcp.server_process import LocalServer
 from harness.run.trial import TrialRunner
-from tests.faults.conftest import FAULTS_PGDATA
+from tests.evals.cli import run_cli
+from tests.faults.conftest import EVAL_FILE, FAULTS_PGDATA, World, fault_env
 from tests.harness.conftest import make_case
 
 FAULT_SERVER = Path(__file__).with_name("mcp_fault_server.py")
@@ -116,3 +117,25 @@ async def test_the_harness_introduces_itself_by_name_and_version() -> None:
     expected = client_info()
     assert expected.name == "mcp-migration-evals" and expected.version
     assert result.text == f"client: {expected.name} {expected.version}", result.text
+
+
+def test_a_run_whose_server_api_answers_404_to_everything_exits_non_zero_naming_it(
+    world: World, dataset: Path, tmp_path: Path, not_found_api: str
+) -> None:
+    """Issue 16: every call failed at the server (its REST API said 404), the trials were `ok` and
+    `braintrust eval` exited 0."""
+    results = tmp_path / "results"
+    env = fault_env(
+        world,
+        results,
+        dataset,
+        EVAL_MODEL="control:oracle",
+        EVAL_SERVER=fault_command("api-404", not_found_api),
+        EVAL_TRIAL_TIMEOUT=str(TRIAL_TIMEOUT),
+    )
+    completed = run_cli(env, EVAL_FILE, timeout=300)
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    assert "trials were infrastructure errors" in completed.stderr, completed.stderr[-3000:]
+    assert "every tool call failed at the server" in completed.stderr
+    assert "status code 404" in completed.stderr
+    world.assert_clean(completed.stderr)
