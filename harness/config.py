@@ -296,7 +296,9 @@ def _parse(env: Mapping[str, str]) -> Settings:
             _check_bounds(name, number)
             values[field] = number
     if values.get("decoys", 0) > len(DECOYS):
-        raise ConfigError(f"EVAL_DECOYS={values['decoys']} is more than the {len(DECOYS)} decoy tools there are (0-{len(DECOYS)})")
+        raise ConfigError(
+            f"EVAL_DECOYS={values['decoys']} is more than the {len(DECOYS)} decoy tools there are (0-{len(DECOYS)})"
+        )
     if values.get("decoys", 0) < 0:
         raise ConfigError(f"EVAL_DECOYS={values['decoys']} must be from 0 to {len(DECOYS)}")
 
@@ -317,7 +319,9 @@ def _parse(env: Mapping[str, str]) -> Settings:
             load_overrides(Path(descriptions))
         except (yaml.YAMLError, ValueError, UnicodeDecodeError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise ConfigError(f"EVAL_TOOL_DESCRIPTIONS: {descriptions} is not a YAML mapping of tool name to text: {first}") from None
+            raise ConfigError(
+                f"EVAL_TOOL_DESCRIPTIONS: {descriptions} is not a YAML mapping of tool name to text: {first}"
+            ) from None
         values["tool_descriptions"] = Path(descriptions)
     server_descriptions = _get(env, "LOCALNEON_DESCRIPTIONS")
     if server_descriptions:

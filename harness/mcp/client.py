@@ -38,7 +38,11 @@ MAX_TOOL_PAGES = 100
 TRIAL_HEADER = "X-Eval-Trial"  # names the trial on every MCP request it sends: servers ignore it, logs keep it
 CLIENT_NAME = "mcp-migration-evals"
 # JSON-RPC errors that say the server (or the way to it) failed, not that the call was wrong.
-SERVER_SIDE_CODES = {CONNECTION_CLOSED: "connection closed", REQUEST_TIMEOUT: "no answer", INTERNAL_ERROR: "internal error"}
+SERVER_SIDE_CODES = {
+    CONNECTION_CLOSED: "connection closed",
+    REQUEST_TIMEOUT: "no answer",
+    INTERNAL_ERROR: "internal error",
+}
 HTTP_BODY_EXCERPT = 300
 T = TypeVar("T")
 
@@ -290,8 +294,8 @@ async def _client(target: Any, timeout: float, http: HTTPErrors | None) -> Async
     try:
         yield entered
     except BaseException as error:
-        if not await client.__aexit__(type(error), error, error.__traceback__):
-            raise
+        await client.__aexit__(type(error), error, error.__traceback__)  # the SDK never suppresses
+        raise
     else:
         await client.__aexit__(None, None, None)
 

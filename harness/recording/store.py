@@ -3,8 +3,9 @@
 Why JSON lines with a lock: trials finish concurrently (and possibly from several processes), and
 a half-written or interleaved line would corrupt a run. Each record is serialised first, then
 written as one whole line under a file lock and fsynced; a write the disk refuses part-way is cut
-back, so the file is left as it was (and a reader skips a torn last line left by a killed process). Secrets never reach these files:
-settings are stored through `Settings.public()`, records are scrubbed by the runner.
+back, so the file is left as it was (and a reader skips a torn last line left by a killed process).
+Secrets never reach these files: settings are stored through `Settings.public()`, records are
+scrubbed by the runner.
 
 A record that cannot be written (a full disk, a folder made read-only mid-run) is lost: the store
 counts it for the process (`lost_records()`), the runner stops starting trials, and the reporter
@@ -16,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 from functools import cache

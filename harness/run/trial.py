@@ -319,9 +319,7 @@ class TrialRunner:
             waiting = "initialize" if connection is None else connection.in_flight
             if waiting:  # the server never answered: its failure, whatever the model was doing
                 state.outcome = "infra_error"
-                state.error = (
-                    f"the server did not answer {waiting} within EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
-                )
+                state.error = f"the server did not answer {waiting} within EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
             else:
                 state.outcome = "timeout"
                 state.error = f"trial exceeded EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
@@ -335,8 +333,8 @@ class TrialRunner:
         if record.outcome == "ok" and state.tool_calls and len(failed_at_server) == len(state.tool_calls):
             # Not one call reached a working server (its API refused every one): nothing the model did counts.
             record.outcome = "infra_error"
-            count = len(state.tool_calls)
-            record.error = f"every tool call failed at the server ({count} of {count}); first: {failed_at_server[0].result_text[:300]}"
+            count, first = len(state.tool_calls), failed_at_server[0].result_text[:300]
+            record.error = f"every tool call failed at the server ({count} of {count}); first: {first}"
 
     def _view(self, server_tools: list[ServerTool], case: Case, trial_index: int, record: TrialRecord) -> ToolView:
         """The tools this trial's model sees (filter, overrides, decoys, shuffle), noted on the record."""

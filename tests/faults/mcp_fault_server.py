@@ -40,7 +40,9 @@ ANY_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additional
 
 
 def tools() -> list[types.Tool]:
-    return [types.Tool(name=name, description=f"{name} (fault server)", input_schema=ANY_ARGUMENTS) for name in TOOL_NAMES]
+    return [
+        types.Tool(name=name, description=f"{name} (fault server)", input_schema=ANY_ARGUMENTS) for name in TOOL_NAMES
+    ]
 
 
 def api_error(name: str) -> str:
@@ -67,8 +69,8 @@ def build(mode: str) -> Server[Any]:
         if mode == "hang-call":
             await anyio.sleep_forever()
         if mode == "whoami":
-            params = ctx.session.client_params
-            info = params.client_info if params is not None else None
+            initialized = ctx.session.client_params
+            info = initialized.client_info if initialized is not None else None
             text = f"client: {info.name} {info.version}" if info is not None else "client: (none given)"
             return types.CallToolResult(content=[types.TextContent(text=text)])
         text = await anyio.to_thread.run_sync(api_error, params.name)

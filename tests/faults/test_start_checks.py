@@ -62,10 +62,16 @@ def _reused_run(tmp: Path) -> dict[str, str]:
 
 
 BAD = [
-    Bad("share with a percent sign", lambda _: {"EVAL_MAX_INFRA_ERRORS": "10%"}, ("EVAL_MAX_INFRA_ERRORS='10%'", "0 to 1")),
+    Bad(
+        "share with a percent sign",
+        lambda _: {"EVAL_MAX_INFRA_ERRORS": "10%"},
+        ("EVAL_MAX_INFRA_ERRORS='10%'", "0 to 1"),
+    ),
     Bad("share in words", lambda _: {"EVAL_MAX_JUDGE_ERRORS": "ten"}, ("EVAL_MAX_JUDGE_ERRORS='ten'", "0 to 1")),
     Bad("too many decoys", lambda _: {"EVAL_DECOYS": "999"}, ("EVAL_DECOYS=999", "0-12")),
-    Bad("a 300-character run id", lambda _: {"EVAL_RUN_ID": "r" * 300}, ("EVAL_RUN_ID is 300 characters", "at most 40")),
+    Bad(
+        "a 300-character run id", lambda _: {"EVAL_RUN_ID": "r" * 300}, ("EVAL_RUN_ID is 300 characters", "at most 40")
+    ),
     Bad(
         "a results folder that is a file",
         lambda tmp: {"EVAL_RESULTS_DIR": _file(tmp, "results-file", "not a folder")},
@@ -99,7 +105,11 @@ BAD = [
     ),
     Bad(
         "an unreachable judge route",
-        lambda _: {"EVAL_JUDGE_PROVIDER": "openai", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_MAX_RETRIES": "0"},
+        lambda _: {
+            "EVAL_JUDGE_PROVIDER": "openai",
+            "OPENAI_BASE_URL": "http://127.0.0.1:1/v1",
+            "OPENAI_MAX_RETRIES": "0",
+        },
         ("judge route openai", "127.0.0.1:1"),
     ),
     Bad("a zero trial timeout", lambda _: {"EVAL_TRIAL_TIMEOUT": "0"}, ("EVAL_TRIAL_TIMEOUT=0", "above 0")),
