@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -88,9 +87,8 @@ async def serve(mode: str) -> None:
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
     if mode == "hang-initialize":
-        for _ in sys.stdin:  # read everything, answer nothing
+        for _ in sys.stdin:  # read everything, answer nothing, until the client hangs up
             pass
-        time.sleep(3600)
         return
     if mode not in ("die-after-list", "hang-call", "api-404", "whoami"):
         sys.exit(f"unknown mode {mode!r}")
