@@ -1,6 +1,7 @@
 """A stdio MCP server (the real mcp SDK) that fails the way real servers do, for the fault tests.
 
 `python tests/faults/mcp_fault_server.py MODE`, where MODE is one of:
+- `die-at-start`: exits before answering anything (a server whose start-up failed);
 - `die-after-list`: lists its tools, then exits as soon as a tool is called (a crashed server);
 - `hang-call`: lists its tools, then never answers `tools/call`;
 - `hang-initialize`: reads the client's messages and never answers any (not even `initialize`);
@@ -86,6 +87,8 @@ async def serve(mode: str) -> None:
 
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    if mode == "die-at-start":
+        sys.exit("fault server: cannot start (GET /api/v2/auth answered 404)")
     if mode == "hang-initialize":
         for _ in sys.stdin:  # read everything, answer nothing, until the client hangs up
             pass

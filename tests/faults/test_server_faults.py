@@ -62,6 +62,13 @@ async def test_a_server_that_dies_after_listing_its_tools_is_an_infra_error(
     assert record.error and "prepare_database_migration" in record.error and "closed" in record.error.lower()
 
 
+async def test_a_server_that_fails_at_start_up_is_an_infra_error(sandbox_server: LocalServer, tmp_path: Path) -> None:
+    async with TrialRunner(settings_for("die-at-start", tmp_path), local_server=sandbox_server) as runner:
+        record = await runner.run(CASE, 0)
+    assert record.outcome == "infra_error", (record.outcome, record.error)
+    assert record.error and "initialize" in record.error and "closed" in record.error.lower(), record.error
+
+
 async def test_a_server_that_hangs_on_tools_call_is_an_infra_error_within_the_trial_timeout(
     sandbox_server: LocalServer, tmp_path: Path
 ) -> None:
@@ -139,3 +146,11 @@ def test_a_run_whose_server_api_answers_404_to_everything_exits_non_zero_naming_
     assert "every tool call failed at the server" in completed.stderr
     assert "status code 404" in completed.stderr
     world.assert_clean(completed.stderr)
+
+
+async def test_a_call_past_its_own_timeout_is_the_servers_fault() -> None:
+    """The SDK's per-request timeout (REQUEST_TIMEOUT) used to reach the model as a tool error."""
+    async with connect(stdio_parameters(fault_command("hang-call"))) as connection:
+        await connection.list_tools()
+        with pytest.raises(ServerFault, match="the server failed tools/call run_sql \\(no answer\\)"):
+            await connection.call("run_sql", {"sql": "SELECT 1"}, timeout=1.0)
