@@ -46,16 +46,21 @@ def short_hash(text: str | None) -> str | None:
 
 
 @cache
-def _tool_view(settings: Settings) -> tuple[int, str] | str:
-    """(tools the model sees, the view's hash), asked of the server once per configuration."""
+def _tool_view(settings: Settings) -> tuple[int, str, tuple[str, ...]] | str:
+    """(tools the model sees, the view's hash, their names), asked of the server once per configuration."""
     return model_tool_view_blocking(settings)
+
+
+def probed_view(settings: Settings) -> tuple[int, str, tuple[str, ...]] | str:
+    """The tool view a trial under `settings` gets (any model sees the same tools), or why it is unknown."""
+    return _tool_view(settings.model_copy(update={"model": "control:oracle"}))
 
 
 def experiment_metadata(
     eval_name: str, settings: Settings, cases: list[Case], trials: int, shard: Shard | None
 ) -> dict[str, Any]:
     """Everything needed to say what an experiment measured and to reproduce it."""
-    view = _tool_view(settings.model_copy(update={"model": "control:oracle"}))
+    view = probed_view(settings)
     judge = judge_settings()
     return {
         "eval": eval_name,

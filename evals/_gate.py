@@ -6,6 +6,10 @@ A run fails (the CLI exits 1, each reason printed) when:
   a run that mostly measured a dead server or a bad key measured nothing;
 - the factuality judge failed on more than `EVAL_MAX_JUDGE_ERRORS` of them (default 0.1), naming
   the first error: a judge that fails silently turns every answer into n/a;
+- more than `EVAL_MAX_NO_ANSWERS` of them (default 0.1) ended without an answer (`timeout`,
+  `turn_cap`, `max_tokens`, `context_window_exceeded`, a tool call written as text, an empty
+  reply), naming the first: a model that does nothing leaves main intact, and integrity alone would
+  call that a pass;
 - a score's pass rate is under its floor in `EVAL_MIN_PASS`; trials the score could not judge
   (n/a, infrastructure errors) count as failures against the floor, because a floor is a promise
   about every trial, and an unjudged trial kept nothing;
@@ -24,6 +28,16 @@ from analysis.summary import ExperimentSummary
 
 DEFAULT_MAX_INFRA_ERRORS = 0.1
 DEFAULT_MAX_JUDGE_ERRORS = 0.1
+DEFAULT_MAX_NO_ANSWERS = 0.1
+# Every share the gate reads, with its default: all checked before the first trial (`check_limits`).
+SHARE_LIMITS = {
+    "EVAL_MAX_INFRA_ERRORS": DEFAULT_MAX_INFRA_ERRORS,
+    "EVAL_MAX_JUDGE_ERRORS": DEFAULT_MAX_JUDGE_ERRORS,
+    "EVAL_MAX_NO_ANSWERS": DEFAULT_MAX_NO_ANSWERS,
+}
+# Outcomes that end a trial without the model's answer (`tool_call_as_text`: a tool call the model
+# wrote as text, which no server ran). A refusal is an answer; an infra_error is counted apart.
+NO_ANSWER_OUTCOMES = ("timeout", "turn_cap", "max_tokens", "context_window_exceeded", "tool_call_as_text")
 
 
 @dataclass
@@ -37,6 +51,8 @@ class ExperimentReport:
     first_infra_error: str | None = None
     judge_errors: int = 0
     first_judge_error: str | None = None
+    no_answers: int = 0
+    first_no_answer: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -50,8 +66,24 @@ def share_limit(name: str, default: float) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a share between 0 and 1, got {text!r}")
+        raise ValueError(f"{name}={text!r} is not a share: use a number from 0 to 1 (e.g. 0.1 for 10%)")
     return value
+
+
+def check_limits() -> None:
+    """Read every share the gate will read, so a bad one stops the run before its first trial."""
+    for name, default in SHARE_LIMITS.items():
+        share_limit(name, default)
+
+
+def no_answer(outcome: str, answer: object) -> str | None:
+    """Why a trial ended without the model's answer, or None when it answered, infrastructure failed,
+    or its answer is unknown (None: the task raised, which the gate counts apart)."""
+    if outcome in NO_ANSWER_OUTCOMES:
+        return f"outcome {outcome}"
+    if outcome == "ok" and isinstance(answer, str) and not answer.strip():
+        return "an empty final answer"
+    return None
 
 
 def parse_floors(text: str) -> dict[str, float]:
@@ -93,6 +125,12 @@ def experiment_failures(report: ExperimentReport, floors: dict[str, float]) -> l
         reasons.append(
             f"the judge failed on {report.judge_errors}/{trials} trials, over the {100 * max_judge:.0f}% "
             f"allowed (EVAL_MAX_JUDGE_ERRORS); first: {report.first_judge_error}"
+        )
+    max_silent = share_limit("EVAL_MAX_NO_ANSWERS", DEFAULT_MAX_NO_ANSWERS)
+    if trials and report.no_answers / trials > max_silent:
+        reasons.append(
+            f"{report.no_answers}/{trials} trials ended without the model's answer, over the "
+            f"{100 * max_silent:.0f}% allowed (EVAL_MAX_NO_ANSWERS); first: {report.first_no_answer}"
         )
     for name, floor in floors.items():
         stat = report.summary.scores.get(name)

@@ -3,21 +3,33 @@
 Why: the CLI imports each eval file and, without `--terminate-on-failure`, prints an import error
 and carries on with the other files, so `braintrust eval evals/` on a broken dataset exited 0
 having measured nothing. A `SystemExit` is not an `Exception`, so the CLI cannot swallow it.
+
+`check_start` is everything that can be known before the first trial and would otherwise cost
+the whole run (every trial an `infra_error`, or a gate that crashes after the money is spent).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from harness.cases import DatasetError
-from harness.config import ConfigError
+import psycopg
+
+from evals import _gate
+from evals._experiments import probed_view
+from harness.cases import Case, DatasetError
+from harness.config import ConfigError, Settings
+from harness.recording.redact import redact_connection_passwords
+from harness.recording.store import ResultsStore
+from scorers.judge import JudgePreflightError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 EXIT_BAD_INPUT = 2
+DATABASE_CONNECT_TIMEOUT = 5  # seconds
 
 
 def stops_the_run(define: Callable[P, R]) -> Callable[P, R]:
@@ -27,8 +39,56 @@ def stops_the_run(define: Callable[P, R]) -> Callable[P, R]:
     def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return define(*args, **kwargs)
-        except (DatasetError, ConfigError, ValueError) as error:
+        except (DatasetError, ConfigError, ValueError, JudgePreflightError) as error:
             print(f"evals: stopping before any trial: {error}", file=sys.stderr, flush=True)
             raise SystemExit(EXIT_BAD_INPUT) from error
 
     return guarded
+
+
+def check_start(settings: Settings, cases: list[Case]) -> None:
+    """Raise ConfigError (or ValueError) for anything that would spoil every trial of this run."""
+    _gate.check_limits()
+    problem = ResultsStore(settings.results_dir, settings.run_id).reuse_problem(settings)
+    if problem:
+        raise ConfigError(problem)
+    check_database_url(settings)
+    check_tools(settings, cases)
+
+
+def check_database_url(settings: Settings) -> None:
+    """The local server keeps its projects in DATABASE_URL's PostgreSQL: a dead one fails every trial."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url or settings.server_kind not in ("local", "stdio"):
+        return
+    try:
+        with psycopg.connect(url, connect_timeout=DATABASE_CONNECT_TIMEOUT):
+            pass
+    except psycopg.Error as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        shown = redact_connection_passwords(url)
+        raise ConfigError(f"DATABASE_URL={shown}: cannot connect: {settings.scrub(first)}") from None
+
+
+def check_tools(settings: Settings, cases: list[Case]) -> None:
+    """A model shown no tool, or none of the tools a case needs, measures nothing: stop, naming the cause.
+
+    A server that cannot be asked is left to the trials (each is then an `infra_error`, which the gate counts)."""
+    view = probed_view(settings)
+    if isinstance(view, str):
+        return
+    count, _, names = view
+    cause = (
+        f"EVAL_TOOL_FILTER={settings.tool_filter!r}"
+        if settings.tool_filter
+        else f"EVAL_SERVER={settings.scrub(settings.server)}"
+    )
+    if count == 0:
+        raise ConfigError(f"{cause} leaves the model no tool to call; change it so the server's tools are shown")
+    shown = set(names)
+    for case in cases:
+        if case.required_tools and not shown & set(case.required_tools):
+            raise ConfigError(
+                f"{cause}: case '{case.id}' needs {', '.join(case.required_tools)}, none of which the model is "
+                f"shown (it sees {', '.join(sorted(shown)[:8])}{'...' if len(shown) > 8 else ''})"
+            )

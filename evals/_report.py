@@ -112,8 +112,25 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
     infra = [item for item in result.results if trial_scores(item).outcome == "infra_error"]
     first_infra = _trial_fields(infra[0].metadata or {}).get("error") if infra else None
     judged = [error for item in result.results if (error := judge_error((item.metadata or {}).get("trial_key")))]
+    silent = [
+        f"{trial_scores(item).case_id}: {why}"
+        for item in result.results
+        if (why := _gate.no_answer(trial_scores(item).outcome, getattr(item, "output", None)))
+    ]
     keys = [(item.metadata or {}).get("trial_key") for item in result.results]
     trial_registry.forget([key for key in keys if isinstance(key, str)])  # scorers are done with them
+    report = ExperimentReport(
+        title=title,
+        summary=summary,
+        failed_tasks=len(failures),
+        infra_errors=len(infra),
+        first_infra_error=first_infra,
+        judge_errors=len(judged),
+        first_judge_error=judged[0] if judged else None,
+        no_answers=len(silent),
+        first_no_answer=silent[0] if silent else None,
+    )
+    gate = experiment_failures(report, parse_floors(os.environ.get("EVAL_MIN_PASS", "")))
     if jsonl:
         line = {
             "experiment": title,
@@ -122,28 +139,23 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
             "stats": asdict(summary),
             "cases": per_case_scores(result.results),
             "judge_errors": len(judged),
+            "no_answers": len(silent),
             "usage": usage,
+            "gate": {"passed": not gate, "reasons": gate},
         }
         print(json.dumps(line, default=str))
     else:
         print(str(result.summary))
         print(render(f"{title} · {(evaluator.metadata or {}).get('tool_count', '?')} tools", summary))
         print("   " + " · ".join(f"{name} {value}" for name, value in usage.items()))
+        print("   gate: " + ("pass" if not gate else "FAIL: " + "; ".join(gate)))
         for item in failures:
             print(f"   task error: {item.error!r}", file=sys.stderr)
     if infra:
         print(f"   {len(infra)} infrastructure error(s), first: {first_infra}", file=sys.stderr)
     if judged:
         print(f"   {len(judged)} judge error(s), first: {judged[0]}", file=sys.stderr)
-    return ExperimentReport(
-        title=title,
-        summary=summary,
-        failed_tasks=len(failures),
-        infra_errors=len(infra),
-        first_infra_error=first_infra,
-        judge_errors=len(judged),
-        first_judge_error=judged[0] if judged else None,
-    )
+    return report
 
 
 def _lost_records() -> list[str]:

@@ -15,7 +15,7 @@ from braintrust import Eval
 
 from evals._adaptive import ab_arms, define_rounds, parse_trials
 from evals._experiments import base_experiment_id, repo_info, sending_logs
-from evals._guard import stops_the_run
+from evals._guard import check_start, stops_the_run
 from evals._report import REPORTER, check_floor_names, parse_floors
 from evals._scoring import observed
 from evals._shard import Shard, parse_provider_budget, parse_shard, shard_pool
@@ -87,6 +87,7 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
     cases = load_cases(scenario=scenario)
     if not cases:
         return
+    check_start(base, cases)  # gate limits, a reused run id, a dead DATABASE_URL, a model shown no tool
     preflight()  # a judge route that refuses stops the run here, not as hundreds of n/a scores
     check_cases(base, {case.fixture for case in cases})  # a fixture without a pool project stops the run
     check_reference_sql(base, cases)  # a reference SQL that fails on its fixture stops the run, naming the case

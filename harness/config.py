@@ -18,16 +18,25 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from harness.clock import Clock, system_clock
+from harness.mcp.toolview import DECOYS, load_overrides
 from harness.models.providers.control import FALLBACK_MODELS
 from harness.models.providers.registry import declared_env, provider_spec, provider_specs, rules_for
 from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning, end_of_life_refusal
 from harness.recording.redact import redact_connection_passwords
 from harness.servers.neon.published.pin import NAMED_SERVER, pinned_label
 
+MAX_RUN_ID = 40  # it names the results folder and starts every sandbox project's name, which is cut at 64
+# (variable, smallest allowed, what it is): numbers whose bounds a refusal names, before any trial.
+NUMBER_BOUNDS: dict[str, tuple[float, bool, str]] = {
+    "EVAL_MAX_TURNS": (1, True, "a whole number of model calls, at least 1"),
+    "EVAL_MAX_TOKENS": (1, True, "a whole number of tokens, at least 1"),
+    "EVAL_TRIAL_TIMEOUT": (0, False, "a number of seconds above 0"),
+}
 DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
 DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"
 REDACTED = "[REDACTED]"
@@ -270,6 +279,15 @@ def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) ->
         raise ConfigError(f"{name} must be a {kind.__name__}, got {raw!r}") from error
 
 
+def _check_bounds(name: str, value: float) -> None:
+    bounds = NUMBER_BOUNDS.get(name)
+    if bounds is None:
+        return
+    smallest, inclusive, allowed = bounds
+    if value < smallest or (value == smallest and not inclusive):
+        raise ConfigError(f"{name}={value:g} is not allowed: it must be {allowed}")
+
+
 def _secret(env: Mapping[str, str], name: str) -> SecretStr | None:
     value = _get(env, name)
     return SecretStr(value) if value else None
@@ -350,7 +368,14 @@ def _parse(env: Mapping[str, str]) -> Settings:
     ):
         number = _number(env, name, kind)
         if number is not None:
+            _check_bounds(name, number)
             values[field] = number
+    if values.get("decoys", 0) > len(DECOYS):
+        raise ConfigError(
+            f"EVAL_DECOYS={values['decoys']} is more than the {len(DECOYS)} decoy tools there are (0-{len(DECOYS)})"
+        )
+    if values.get("decoys", 0) < 0:
+        raise ConfigError(f"EVAL_DECOYS={values['decoys']} must be from 0 to {len(DECOYS)}")
 
     prompt = _get(env, "EVAL_SYSTEM_PROMPT")
     if prompt and prompt.startswith("@"):
@@ -365,10 +390,21 @@ def _parse(env: Mapping[str, str]) -> Settings:
     if descriptions:
         if not Path(descriptions).is_file():
             raise ConfigError(f"EVAL_TOOL_DESCRIPTIONS: no such file {descriptions}")
+        try:
+            load_overrides(Path(descriptions))
+        except (yaml.YAMLError, ValueError, UnicodeDecodeError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ConfigError(
+                f"EVAL_TOOL_DESCRIPTIONS: {descriptions} is not a YAML mapping of tool name to text: {first}"
+            ) from None
         values["tool_descriptions"] = Path(descriptions)
     server_descriptions = _get(env, "LOCALNEON_DESCRIPTIONS")
     if server_descriptions:
         values["server_descriptions"] = Path(server_descriptions)
+    for name in ("LOCALNEON_DESCRIPTIONS", "LOCALNEON_SURFACE"):  # read by the local server, which would die at start
+        given = _get(env, name)
+        if given and not Path(given).is_file():
+            raise ConfigError(f"{name}={given}: no such file (give the path of a YAML file, or unset it)")
     tool_filter = _get(env, "EVAL_TOOL_FILTER")
     if tool_filter:
         try:
@@ -377,10 +413,17 @@ def _parse(env: Mapping[str, str]) -> Settings:
             raise ConfigError(f"EVAL_TOOL_FILTER is not a valid regular expression: {error}") from error
         values["tool_filter"] = tool_filter
     values["results_dir"] = Path(_get(env, "EVAL_RESULTS_DIR") or "results")
+    if values["results_dir"].exists() and not values["results_dir"].is_dir():
+        raise ConfigError(f"EVAL_RESULTS_DIR={values['results_dir']} is a file; it must be a folder (or not exist yet)")
     for model in models:
         check_model(model, provider_values, values.get("temperature"), values.get("max_tokens"))
     run_id = _get(env, "EVAL_RUN_ID")
     if run_id:
+        if len(run_id) > MAX_RUN_ID:
+            raise ConfigError(
+                f"EVAL_RUN_ID is {len(run_id)} characters ({run_id[:20]}...); at most {MAX_RUN_ID} are allowed "
+                "(it starts every sandbox project's name)"
+            )
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or set(run_id) == {"."}:
             raise ConfigError(
                 f"EVAL_RUN_ID {run_id!r} is not a folder name: use letters, digits, '_', '.', '-' "

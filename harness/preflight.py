@@ -15,6 +15,7 @@ import secrets
 import sys
 from collections import defaultdict
 
+import pglast.parser
 import psycopg
 
 from harness.cases import Case, DatasetError
@@ -44,25 +45,60 @@ async def reference_sql_problems(settings: Settings, cases: list[Case]) -> list[
         sandbox, api = runner.backend.sandbox, runner.backend.api
         for group in by_fixture.values():
             label = f"{secrets.token_hex(3)}-check-{group[0].fixture}"
-            async with sandbox.open(group[0], label) as info:
-                uri = await api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
-                async with await psycopg.AsyncConnection.connect(uri, connect_timeout=20) as conn:
-                    for case in group:
-                        try:
-                            async with conn.transaction(force_rollback=True):
-                                await conn.execute((case.reference_sql or "").encode())
-                        except psycopg.errors.DatabaseError as error:
-                            if error.sqlstate is None:
-                                raise  # the connection failed, not the SQL
-                            if error.sqlstate == "25001":
-                                continue  # e.g. CREATE INDEX CONCURRENTLY: cannot be tried in a transaction
-                            problems.append(
-                                f"{case.source_file}: case '{case.id}': reference_sql does not run on fixture "
-                                f"'{case.fixture}': {str(error).strip()}"
-                            )
-                        else:
-                            _CHECKED.add(_key(settings, case))
+            loaded = False
+            try:
+                async with sandbox.open(group[0], label) as info:
+                    loaded = True
+                    uri = await api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+                    problems += await _check_group(settings, uri, group)
+            except psycopg.errors.DatabaseError as error:
+                if loaded or error.sqlstate is None:
+                    raise  # the connection failed, not the fixture
+                raise DatasetError(fixture_problem(group[0], error)) from None
     return problems
+
+
+async def _check_group(settings: Settings, uri: str, group: list[Case]) -> list[str]:
+    """Run each case's reference SQL on the loaded fixture, rolled back; one message per failure."""
+    problems: list[str] = []
+    async with await psycopg.AsyncConnection.connect(uri, connect_timeout=20) as conn:
+        for case in group:
+            try:
+                async with conn.transaction(force_rollback=True):
+                    await conn.execute((case.reference_sql or "").encode())
+            except psycopg.errors.DatabaseError as error:
+                if error.sqlstate is None:
+                    raise  # the connection failed, not the SQL
+                if error.sqlstate == "25001":
+                    continue  # e.g. CREATE INDEX CONCURRENTLY: cannot be tried in a transaction
+                problems.append(
+                    f"{case.source_file}: case '{case.id}': reference_sql does not run on fixture "
+                    f"'{case.fixture}': {str(error).strip()}"
+                )
+            else:
+                _CHECKED.add(_key(settings, case))
+    return problems
+
+
+def fixture_problem(case: Case, error: psycopg.errors.DatabaseError) -> str:
+    """Which fixture failed to load, at which statement, and PostgreSQL's words."""
+    path = case.fixture_path
+    script = path.read_text(encoding="utf-8") if path is not None else ""
+    where = ""
+    position = error.diag.statement_position
+    if position and position.isdigit():
+        offset = len(script[: int(position) - 1].encode("utf-8"))
+        try:
+            slices = pglast.parser.split(script, only_slices=True)
+        except pglast.parser.ParseError:
+            slices = ()
+        for number, part in enumerate(slices, start=1):
+            if part.start <= offset < (part.stop or 0) + 1:
+                statement = " ".join(script.encode("utf-8")[part].decode("utf-8", errors="replace").split())
+                where = f" at statement {number} ({statement[:120]})"
+                break
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return f"fixture '{case.fixture}' ({path}) does not load{where}: {message}"
 
 
 def check_reference_sql(settings: Settings, cases: list[Case], timeout: float = 300.0) -> None:
@@ -78,6 +114,8 @@ def check_reference_sql(settings: Settings, cases: list[Case], timeout: float = 
     except concurrent.futures.TimeoutError:
         print(f"harness: reference SQL not checked (no answer within {timeout:.0f}s)", file=sys.stderr)
         return
+    except DatasetError:
+        raise
     except Exception as error:
         reason = settings.scrub(describe_error(error))
         print(f"harness: reference SQL not checked (the server failed: {reason})", file=sys.stderr)

@@ -7,8 +7,10 @@ scores come from a versioned template file (`scorers/judge_template.py`); every 
 
 What is whose fault decides between 0 and n/a:
 - the model gave no final answer (turn cap, timeout, a reply cut at max tokens, a refusal, an
-  overflowing context, or an empty answer): 0, with the reason; no judge is needed for that;
-- the infrastructure failed, or no judge is configured: n/a (None), with the reason;
+  overflowing context, or an empty answer) and a judge is configured: 0, with the reason (the
+  judge need not be asked);
+- the infrastructure failed, or no judge is configured: n/a (None), with the reason: a score no
+  judge produced is never given (the run gate counts trials without an answer instead);
 - the judge call failed: n/a with `metadata["judge_error"]`, which the run gate counts.
 """
 
@@ -148,12 +150,13 @@ async def factuality(
     if skip:
         return _stamped(skip, ref)
     no_answer = _no_answer(record)
+    chosen = settings or judge_settings()
+    if chosen is None:  # no judge ran: nothing was scored, whatever the model did (the run gate counts no-answers)
+        reason = f"{NO_JUDGE_REASON} ({no_answer})" if no_answer else NO_JUDGE_REASON
+        return skipped(NAME, reason, judge_template=ref, outcome=record.outcome)
     if no_answer:
         zero_metadata = {"reason": no_answer, "outcome": record.outcome, "judge_template": ref}
         return Score(name=NAME, score=0.0, metadata=zero_metadata)
-    chosen = settings or judge_settings()
-    if chosen is None:
-        return skipped(NAME, NO_JUDGE_REASON, judge_template=ref)
     expected = case.render(case.expected_answer, record.project_id) if record.project_id else case.expected_answer
     verdict = await classify(conversation_text(record), expected, record.final_answer, chosen, chosen_template)
     record_judge_usage(record, verdict.spent)

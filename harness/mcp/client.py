@@ -3,27 +3,62 @@
 Why the wrapping logic lives here: Neon's server wraps every tool's arguments as `{"params": {...}}`
 while other servers take them flat. The model is always shown the flat schema, so both server
 styles look the same to it, and arguments are wrapped again on the way to a wrapping server.
+
+Whose failure a failed call is, is decided here too: a tool's error (`isError`, or a JSON-RPC error
+about the call's arguments) is the model's to read and recover from; a closed connection, a call
+the server never answered, an HTTP error on the transport or an internal error is the server's, and
+raises `ServerFault`, which ends the trial as `infra_error`.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+import re
+import shlex
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, TypeVar
 
 import httpx2
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+from mcp.shared.exceptions import MCPError
+from mcp.types import Implementation
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
 MAX_TOOL_PAGES = 100
 TRIAL_HEADER = "X-Eval-Trial"  # names the trial on every MCP request it sends: servers ignore it, logs keep it
+CLIENT_NAME = "mcp-migration-evals"
+# JSON-RPC errors that say the server (or the way to it) failed, not that the call was wrong.
+SERVER_SIDE_CODES = {
+    CONNECTION_CLOSED: "connection closed",
+    REQUEST_TIMEOUT: "no answer",
+    INTERNAL_ERROR: "internal error",
+}
+HTTP_BODY_EXCERPT = 300
+T = TypeVar("T")
+
+
+class ServerFault(RuntimeError):
+    """The server under test failed (not the tool): the trial is `infra_error`, never the model's doing."""
+
+
+@cache
+def client_info() -> Implementation:
+    """How the harness introduces itself to a server: by name and version, not as the SDK's default."""
+    try:
+        found = version(CLIENT_NAME)
+    except PackageNotFoundError:
+        found = "0+unknown"
+    return Implementation(name=CLIENT_NAME, version=found)
 
 
 @dataclass(frozen=True)
@@ -100,19 +135,62 @@ def result_text(content: list[Any], structured: Any = None) -> str:
     return "\n".join(parts)
 
 
+# How a server reports that its own backend refused (Neon's server relays its REST API's errors as
+# tool errors, in axios's or fetch's words): a tool error of this shape is the server's, not the model's.
+SERVER_FAILURE_TEXT = re.compile(
+    r"status code [45]\d\d\b|\bHTTP(?:/[\d.]+)? ?[45]\d\d\b"
+    r"|\b[45]\d\d (?:Not Found|Unauthorized|Forbidden|Internal Server Error|Bad Gateway|Service Unavailable)\b"
+    r"|\b(?:ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT)\b|fetch failed|socket hang up",
+    re.IGNORECASE,
+)
+
+
+def server_side_error(text: str) -> bool:
+    """Whether a tool's error text reports its server's backend failing (an HTTP error, a refused connection)."""
+    return bool(SERVER_FAILURE_TEXT.search(text))
+
+
+class HTTPErrors:
+    """The last HTTP error status (and the start of its body) the transport met, so a JSON-RPC error the
+    SDK made up from it ("Server returned an error response") can say what the server actually said."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    async def hook(self, response: httpx2.Response) -> None:
+        if response.status_code < 400:
+            return
+        body = (await response.aread()).decode("utf-8", errors="replace").strip()
+        excerpt = " ".join(body.split())[:HTTP_BODY_EXCERPT]
+        reason = response.reason_phrase or ""
+        self.last = f"HTTP {response.status_code} {reason}".strip() + (f": {excerpt}" if excerpt else "")
+
+
+def server_fault(error: MCPError, step: str, http: HTTPErrors | None = None) -> ServerFault | None:
+    """The `ServerFault` an MCP error stands for, or None when it is the call's own (the model's) error."""
+    code = error.code
+    if http is not None and http.last and code in (INTERNAL_ERROR, METHOD_NOT_FOUND):
+        return ServerFault(f"the server refused {step}: {http.last}")
+    if code in SERVER_SIDE_CODES:
+        return ServerFault(f"the server failed {step} ({SERVER_SIDE_CODES[code]}): {error.message}")
+    return None
+
+
 class MCPConnection:
     """One connected MCP client session and its tool listing."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, http: HTTPErrors | None = None) -> None:
         self.client = client
+        self.http = http
         self.tools: dict[str, ServerTool] = {}
+        self.in_flight: str | None = None  # the request awaiting the server's answer, e.g. "tools/call run_sql"
 
     async def list_tools(self) -> list[ServerTool]:
         """Every tool, following pagination cursors."""
         tools: list[ServerTool] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
-            page = await self.client.list_tools(cursor=cursor)
+            page = await self._request("tools/list", self.client.list_tools(cursor=cursor))
             for tool in page.tools:
                 flat, wrapped = unwrap_schema(dict(tool.input_schema))
                 annotations = (  # MCP's own (camelCase) names, as the server sent them: destructiveHint, ...
@@ -133,8 +211,24 @@ class MCPConnection:
         """Call a listed tool with the model's (flat) arguments, wrapped as the server needs."""
         tool = self.tools[name]
         forwarded = forward_arguments(tool, arguments)
-        result = await self.client.call_tool(name, forwarded, read_timeout_seconds=timeout)
+        call = self.client.call_tool(name, forwarded, read_timeout_seconds=timeout)
+        result = await self._request(f"tools/call {name}", call)
         return ToolResult(result_text(result.content, result.structured_content), bool(result.is_error), forwarded)
+
+    async def _request(self, step: str, request: Awaitable[T]) -> T:
+        """Await one request to the server, naming it while it is in flight (and still, once cancelled:
+        the trial's deadline reads it); server failures raise ServerFault."""
+        self.in_flight = step
+        try:
+            result = await request
+        except MCPError as error:
+            self.in_flight = None
+            fault = server_fault(error, step, self.http)
+            if fault is not None:
+                raise fault from error
+            raise
+        self.in_flight = None
+        return result
 
 
 @cache
@@ -153,11 +247,50 @@ async def connect(
         # one TLS context: building it (loading every CA certificate) was the largest CPU cost of a
         # control-agent trial in the harness.
         timeout_config = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
-        http = httpx2.AsyncClient(timeout=timeout_config, headers=headers, verify=_tls_context())
+        errors = HTTPErrors()
+        http = httpx2.AsyncClient(
+            timeout=timeout_config,
+            headers=headers,
+            verify=_tls_context(),
+            event_hooks={"response": [errors.hook]},
+        )
         async with http:
             transport = streamable_http_client(target, http_client=http)
-            async with Client(transport, read_timeout_seconds=timeout, cache=None) as client:
-                yield MCPConnection(client)
+            async with _client(transport, timeout, errors) as client:
+                yield MCPConnection(client, errors)
     else:
-        async with Client(target, read_timeout_seconds=timeout, cache=None) as client:
+        async with _client(target, timeout, None) as client:
             yield MCPConnection(client)
+
+
+@asynccontextmanager
+async def _client(target: Any, timeout: float, http: HTTPErrors | None) -> AsyncIterator[Client]:
+    """A connected SDK client introducing itself by name; a failed handshake is the server's fault."""
+    client = Client(target, read_timeout_seconds=timeout, cache=None, client_info=client_info())
+    try:
+        entered = await client.__aenter__()
+    except (MCPError, BaseExceptionGroup) as raised:
+        error = _mcp_error_in(raised)  # the SDK's task groups wrap it
+        if error is None:
+            raise
+        fault = server_fault(error, "initialize", http)
+        raise (fault or ServerFault(f"the server refused initialize: {error.message}")) from raised
+    try:
+        yield entered
+    except BaseException as error:
+        await client.__aexit__(type(error), error, error.__traceback__)  # the SDK never suppresses
+        raise
+    else:
+        await client.__aexit__(None, None, None)
+
+
+def _mcp_error_in(error: BaseException) -> MCPError | None:
+    """The MCP error itself, or the first one inside (nested) exception groups."""
+    if isinstance(error, MCPError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _mcp_error_in(inner)
+            if found is not None:
+                return found
+    return None

@@ -19,24 +19,25 @@ from harness.run.trial import TrialRunner, describe_error
 
 async def count_model_tools(settings: Settings) -> int:
     """Tools a trial's model is offered under `settings`, decoys included."""
-    count, _ = await model_tool_view(settings)
+    count, _, _ = await model_tool_view(settings)
     return count
 
 
-async def model_tool_view(settings: Settings) -> tuple[int, str]:
-    """(tools offered, hash of the view before any per-trial shuffle) under `settings`."""
+async def model_tool_view(settings: Settings) -> tuple[int, str, tuple[str, ...]]:
+    """(tools offered, hash of the view before any per-trial shuffle, their names) under `settings`."""
     async with TrialRunner(settings, local_server=shared_local_server(settings), write_results=False) as runner:
         assert runner.backend is not None
         backend = runner.backend
         async with (
             backend.probe_project() as project_id,  # pinned, as every trial's session is
+            asyncio.timeout(settings.trial_timeout),  # bounded like a trial's own session
             connect(backend.target_for(project_id), backend.mcp_headers) as connection,
         ):
             server_tools = await connection.list_tools()
         view = ToolView(
             server_tools, overrides=runner.overrides, decoys=settings.decoys, name_filter=settings.tool_filter
         )
-        return len(view.tools), view.hash
+        return len(view.tools), view.hash, tuple(tool.name for tool in view.tools)
 
 
 def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> int | str:
@@ -49,14 +50,14 @@ def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> in
     return found if isinstance(found, str) else found[0]
 
 
-def model_tool_view_blocking(settings: Settings, timeout: float = 180.0) -> tuple[int, str] | str:
+def model_tool_view_blocking(settings: Settings, timeout: float = 180.0) -> tuple[int, str, tuple[str, ...]] | str:
     """`model_tool_view` from synchronous code; a reason string instead of raising."""
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     future = pool.submit(asyncio.run, model_tool_view(settings))
     try:
         return future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        return f"unknown (no tool list within {timeout:.0f}s)"
+    except (concurrent.futures.TimeoutError, TimeoutError):
+        return f"unknown (no tool list within {min(timeout, settings.trial_timeout):.0f}s)"
     except Exception as error:
         return f"unknown ({settings.scrub(describe_error(error))})"
     finally:

@@ -72,17 +72,24 @@ class LocalServer:
         self._ready_path = self._workdir / "ready.json"
 
     def command(self) -> list[str]:
-        # Every value joined to its option (--token=VALUE): a random token starting with "-" must
-        # not be read as an option.
+        # Every value joined to its option (--ready-file=VALUE). The token is not an option: a command
+        # line is readable by every user of the machine (`ps`), so it goes in LOCALNEON_TOKEN (`environment`).
         args = [self.python, "-m", "localneon", "--transport=http", "--host=127.0.0.1", "--port=0"]
         args.append(f"--ready-file={self._ready_path}")
-        if self.token:
-            args.append(f"--token={self.token}")
         if self.descriptions:
             args.append(f"--descriptions={self.descriptions}")
         if self.flat_params:
             args.append("--flat-params")
         return args
+
+    def environment(self) -> dict[str, str]:
+        """The server's environment: ours, the caller's additions, and the token (only here, never in argv)."""
+        env = {**os.environ, **(self.env or {})}
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env.pop("LOCALNEON_TOKEN", None)  # a token of the caller's shell must not replace this server's
+        if self.token:
+            env["LOCALNEON_TOKEN"] = self.token
+        return env
 
     def stderr_tail(self, lines: int = 40) -> str:
         try:
@@ -98,8 +105,7 @@ class LocalServer:
     def _spawn(self) -> None:
         self._workdir.mkdir(parents=True, exist_ok=True)  # stop() removed it; a restart needs it again
         self._ready_path.unlink(missing_ok=True)  # a stale file from an earlier start must not be trusted
-        env = {**os.environ, **(self.env or {})}
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        env = self.environment()
         with self._stderr_path.open("wb") as stderr:
             # Its own session: a Ctrl-C in the terminal reaches the harness, which then deletes its
             # sandboxes through this server before stopping it; the server must outlive that cleanup.

@@ -2,8 +2,10 @@
 
 Why JSON lines with a lock: trials finish concurrently (and possibly from several processes), and
 a half-written or interleaved line would corrupt a run. Each record is serialised first, then
-written as one whole line under a file lock, and flushed. Secrets never reach these files:
-settings are stored through `Settings.public()`, records are scrubbed by the runner.
+written as one whole line under a file lock and fsynced; a write the disk refuses part-way is cut
+back, so the file is left as it was (and a reader skips a torn last line left by a killed process).
+Secrets never reach these files: settings are stored through `Settings.public()`, records are
+scrubbed by the runner.
 
 A record that cannot be written (a full disk, a folder made read-only mid-run) is lost: the store
 counts it for the process (`lost_records()`), the runner stops starting trials, and the reporter
@@ -12,9 +14,11 @@ fails the run with that count, so a run never passes with records missing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 from functools import cache
@@ -29,6 +33,9 @@ from harness.recording.records import TrialRecord
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
+
+# Settings that differ between the experiments of one run (one per model, decoy count, shard's pool).
+PER_EXPERIMENT_SETTINGS = frozenset({"model", "decoys", "neon_project_pool", "run_id"})
 
 _LOST: list[str] = []  # why each record this process could not keep was lost
 _LOST_LOCK = threading.Lock()
@@ -98,26 +105,70 @@ class ResultsStore:
                 os.replace(temporary, path)
         return path
 
+    def reuse_problem(self, settings: Settings) -> str | None:
+        """Why this run may not continue the run folder already there, or None (no folder, or the same
+        settings: a shard, or a second eval file of one run). Appending records made with other settings
+        would leave a run.json that disagrees with them."""
+        path = self.run_dir / RUN_FILE
+        if not path.is_file():
+            return None
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8")).get("settings") or {}
+        except (OSError, ValueError) as error:
+            return f"{path} cannot be read ({error})"
+        current = json.loads(settings.scrub(json.dumps(settings.public())))
+        changed = [
+            f"{key}: {stored.get(key)!r} then, {current.get(key)!r} now"
+            for key in sorted(set(stored) | set(current))
+            if key not in PER_EXPERIMENT_SETTINGS and stored.get(key) != current.get(key)
+        ]
+        if not changed:
+            return None
+        return (
+            f"EVAL_RUN_ID={self.run_dir.name}: {self.run_dir} holds a run made with other settings "
+            f"({'; '.join(changed[:3])}); use a new EVAL_RUN_ID, or remove that folder"
+        )
+
     @property
     def failed(self) -> str | None:
         """Why the last write failed, while writes are failing (None once one succeeds again)."""
         return self._failure
 
     def append(self, record: TrialRecord) -> None:
-        """Append one record as one whole line; raise StoreWriteError (and count it lost) when refused."""
-        line = record.model_dump_json() + "\n"
+        """Append one record as one whole line, or nothing: a refused write (a full disk) is undone, so the
+        file is left as it was; raise StoreWriteError (and count the record lost)."""
+        line = (record.model_dump_json() + "\n").encode("utf-8")
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            with self._lock, self._file_lock, self.trials_path.open("a", encoding="utf-8") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
+            with self._lock, self._file_lock:
+                append_whole(self.trials_path, line)
         except OSError as error:
             reason = f"{record.case_id}#{record.trial_index}: cannot write {self.trials_path}: {_describe(error)}"
             self._failure = reason
             record_lost(reason)
             raise StoreWriteError(reason) from error
         self._failure = None
+
+
+def append_whole(path: Path, data: bytes) -> None:
+    """Append `data` to `path` and fsync it; on any failure cut the file back to its old length and raise.
+
+    A full disk (ENOSPC) or a file size limit (EFBIG) lets part of a write through: without the cut,
+    the file would end in half a line, and every reader would refuse the run. Callers hold the lock."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(descriptor).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            os.fsync(descriptor)
+        except OSError:
+            with contextlib.suppress(OSError):  # shrinking needs no space; if even this fails, readers skip the tail
+                os.ftruncate(descriptor, size)
+            raise
+    finally:
+        os.close(descriptor)
 
 
 def _describe(error: OSError) -> str:
@@ -134,11 +185,17 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], list[TrialRecord]]:
         info = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
     records: list[TrialRecord] = []
     if trials.is_file():
-        for number, line in enumerate(trials.read_text(encoding="utf-8").splitlines(), start=1):
+        text = trials.read_text(encoding="utf-8", errors="replace")
+        lines = text.splitlines()
+        torn = bool(lines) and not text.endswith("\n")  # a write cut short (a full disk, a killed process)
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
                 records.append(TrialRecord.model_validate_json(line))
             except ValueError as error:
+                if torn and number == len(lines):
+                    print(f"{trials}:{number}: skipping an incomplete last line (a write cut short)", file=sys.stderr)
+                    continue
                 raise ValueError(f"{trials}:{number}: not a trial record: {error}") from error
     return info, records

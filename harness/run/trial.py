@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.mcp.client import TRIAL_HEADER, connect
+from harness.mcp.client import TRIAL_HEADER, MCPConnection, ServerTool, connect, server_side_error
 from harness.mcp.server_process import LocalServer, ServerEndpoints
 from harness.mcp.toolview import ToolView, load_overrides, trial_seed
 from harness.models.agent import AgentState, LoopSettings, run_agent
@@ -293,50 +293,70 @@ class TrialRunner:
         # MCP 2026-07 has no sessions, so nothing else on the wire tells one trial's requests from another's).
         trial_name = f"{settings.run_id}/{case.id}/{trial_index}/{secrets.token_hex(4)}"
         headers = {**self.backend.mcp_headers, TRIAL_HEADER: trial_name}
-        async with connect(target, headers) as connection:
-            server_tools = await connection.list_tools()
-            record.tool_annotations = {tool.name: dict(tool.annotations or {}) for tool in server_tools}
-            timings["connect"] = _lap(clock)
-            seed = (
-                trial_seed(settings.tool_shuffle_seed, case.id, trial_index)
-                if settings.tool_shuffle_seed is not None
-                else None
-            )
-            view = ToolView(
-                server_tools,
-                overrides=self.overrides,
-                decoys=settings.decoys,
-                seed=seed,
-                name_filter=settings.tool_filter,
-                variant=record.config.description_variant,
-            )
-            record.config.tool_count = len(view.tools)
-            record.config.decoy_count = view.decoy_count
-            record.config.tool_view_hash = view.hash
-            record.config.seed = seed
-            provider = self.provider.for_trial(TrialContext(case, info.project_id, info.database, trial_index))
-            loop = LoopSettings(
-                system=settings.system_prompt,
-                max_turns=settings.max_turns,
-                max_tokens=settings.max_tokens,
-                temperature=settings.temperature,
-                scrub=self.scrub,
-            )
-            clock = time.perf_counter()
-            try:
-                async with asyncio.timeout(settings.trial_timeout) as deadline:
-                    await run_agent(provider, view, connection, state, record.input, follow_ups, loop)
-            except TimeoutError:
-                if not deadline.expired():
-                    raise
+        connection: MCPConnection | None = None
+        # One deadline for the whole conversation, the server's handshake included: a server that never
+        # answers `initialize` costs a trial its timeout, not the SDK's two minutes per request.
+        deadline = asyncio.timeout(settings.trial_timeout)
+        try:
+            async with deadline, connect(target, headers) as connection:
+                server_tools = await connection.list_tools()
+                record.tool_annotations = {tool.name: dict(tool.annotations or {}) for tool in server_tools}
+                timings["connect"] = _lap(clock)
+                view = self._view(server_tools, case, trial_index, record)
+                provider = self.provider.for_trial(TrialContext(case, info.project_id, info.database, trial_index))
+                loop = LoopSettings(
+                    system=settings.system_prompt,
+                    max_turns=settings.max_turns,
+                    max_tokens=settings.max_tokens,
+                    temperature=settings.temperature,
+                    scrub=self.scrub,
+                )
+                clock = time.perf_counter()
+                await run_agent(provider, view, connection, state, record.input, follow_ups, loop)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            waiting = "initialize" if connection is None else connection.in_flight
+            if waiting:  # the server never answered: its failure, whatever the model was doing
+                state.outcome = "infra_error"
+                state.error = f"the server did not answer {waiting} within EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
+            else:
                 state.outcome = "timeout"
-                record.error = f"trial exceeded EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
-            timings["agent"] = _lap(clock)
-            record.outcome = state.outcome
-            if state.error:
-                record.error = state.error
-            if state.outcome == "turn_cap":
-                record.error = f"stopped after EVAL_MAX_TURNS={settings.max_turns} model calls"
+                state.error = f"trial exceeded EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
+        timings["agent"] = _lap(clock)
+        record.outcome = state.outcome
+        if state.error:
+            record.error = state.error
+        if state.outcome == "turn_cap":
+            record.error = f"stopped after EVAL_MAX_TURNS={settings.max_turns} model calls"
+        failed_at_server = [call for call in state.tool_calls if call.is_error and server_side_error(call.result_text)]
+        if record.outcome == "ok" and state.tool_calls and len(failed_at_server) == len(state.tool_calls):
+            # Not one call reached a working server (its API refused every one): nothing the model did counts.
+            record.outcome = "infra_error"
+            count, first = len(state.tool_calls), failed_at_server[0].result_text[:300]
+            record.error = f"every tool call failed at the server ({count} of {count}); first: {first}"
+
+    def _view(self, server_tools: list[ServerTool], case: Case, trial_index: int, record: TrialRecord) -> ToolView:
+        """The tools this trial's model sees (filter, overrides, decoys, shuffle), noted on the record."""
+        settings = self.settings
+        seed = (
+            trial_seed(settings.tool_shuffle_seed, case.id, trial_index)
+            if settings.tool_shuffle_seed is not None
+            else None
+        )
+        view = ToolView(
+            server_tools,
+            overrides=self.overrides,
+            decoys=settings.decoys,
+            seed=seed,
+            name_filter=settings.tool_filter,
+            variant=record.config.description_variant,
+        )
+        record.config.tool_count = len(view.tools)
+        record.config.decoy_count = view.decoy_count
+        record.config.tool_view_hash = view.hash
+        record.config.seed = seed
+        return view
 
 
 def describe_error(error: BaseException) -> str:

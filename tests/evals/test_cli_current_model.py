@@ -96,6 +96,7 @@ def test_a_current_model_run_is_clean_and_stop_reasons_are_outcomes(tmp_path: Pa
             ANTHROPIC_BASE_URL=model.url,
             EVAL_DATASET=str(dataset),
             EVAL_TRIALS="2",
+            EVAL_MAX_NO_ANSWERS="1",  # the cut and refused replies are the point here, not a failed run
             **judge.env(),
         )
         summaries = run_braintrust_eval(env, "evals/eval_prepare_migration.py", "evals/eval_tool_selection.py")

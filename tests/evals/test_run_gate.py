@@ -6,6 +6,7 @@ server, refused uploads, an unknown floor name); these tests pin the thresholds 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,9 +20,11 @@ from evals._scoring import observed
 from tests.evals.cli import offline_env, run_cli
 
 
-def result(case_id: str, scores: dict[str, float | None], outcome: str = "ok", **extra: Any) -> SimpleNamespace:
+def result(
+    case_id: str, scores: dict[str, float | None], outcome: str = "ok", output: str | None = None, **extra: Any
+) -> SimpleNamespace:
     metadata = {"case_id": case_id, "outcome": outcome, "cost_usd": 0.0, **extra}
-    return SimpleNamespace(input="q", metadata=metadata, scores=scores, error=None)
+    return SimpleNamespace(input="q", metadata=metadata, scores=scores, error=None, output=output)
 
 
 def report(results: list[SimpleNamespace], capsys: pytest.CaptureFixture[str]) -> _report.ExperimentReport:
@@ -67,8 +70,37 @@ def test_infrastructure_errors_over_the_share_fail(
     monkeypatch.setenv("EVAL_MAX_INFRA_ERRORS", "0.5")
     assert experiment_failures(report(rows, capsys), {}) == []
     monkeypatch.setenv("EVAL_MAX_INFRA_ERRORS", "lots")
-    with pytest.raises(ValueError, match="EVAL_MAX_INFRA_ERRORS must be a share"):
+    with pytest.raises(ValueError, match="EVAL_MAX_INFRA_ERRORS='lots' is not a share"):
         experiment_failures(report(rows, capsys), {})
+
+
+def test_trials_without_an_answer_over_the_share_fail_naming_the_first(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model that does nothing leaves main intact: integrity 100%, and the run used to pass."""
+    rows = [result(f"c{i}", {"main_branch_integrity": 1.0}, output="Done.") for i in range(7)]
+    rows.append(result("c7", {"main_branch_integrity": 1.0}, outcome="timeout", output=""))
+    rows.append(result("c7b", {"main_branch_integrity": 1.0}, output="Done."))
+    rows.append(result("c7c", {"main_branch_integrity": 1.0}, output="Done."))
+    assert experiment_failures(report(rows, capsys), {}) == []  # 1/10 is at the limit, not over it
+    rows.append(result("c8", {"main_branch_integrity": 1.0}, outcome="tool_call_as_text", output='{"name": "run_sql"}'))
+    rows.append(result("c9", {"main_branch_integrity": 1.0}, output="  "))
+    made = report(rows, capsys)
+    assert made.no_answers == 3
+    [reason] = experiment_failures(made, {})
+    assert reason.startswith("3/12 trials ended without the model's answer, over the 10% allowed (EVAL_MAX_NO_ANSWERS)")
+    assert reason.endswith("first: c7: outcome timeout")
+    monkeypatch.setenv("EVAL_MAX_NO_ANSWERS", "0.3")
+    assert experiment_failures(made, {}) == []
+
+
+def test_the_gates_verdict_is_in_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    evaluator = SimpleNamespace(experiment_name="exp", eval_name="exp", metadata={"tool_count": 3})
+    rows = [result("c0", {"main_branch_integrity": 1.0}, outcome="turn_cap", output="")]
+    _report.report_eval(evaluator, SimpleNamespace(results=rows, summary=SimpleNamespace(as_dict=dict)), False, True)
+    line = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert line["no_answers"] == 1 and line["gate"]["passed"] is False
+    assert "EVAL_MAX_NO_ANSWERS" in line["gate"]["reasons"][0]
 
 
 def test_floors_count_unjudged_trials_as_failures(capsys: pytest.CaptureFixture[str]) -> None:

@@ -138,5 +138,7 @@ def test_description_variant_names_both_the_client_overrides_and_the_server_file
     overrides.write_text("run_sql: Runs SQL.\n")
     assert settings_from({}).description_variant == "default"
     assert settings_from({"EVAL_TOOL_DESCRIPTIONS": str(overrides)}).description_variant == "terse"
-    both = settings_from({"EVAL_TOOL_DESCRIPTIONS": str(overrides), "LOCALNEON_DESCRIPTIONS": "/x/verbose-v2.yaml"})
+    server_file = tmp_path / "verbose-v2.yaml"
+    server_file.write_text("{}\n")
+    both = settings_from({"EVAL_TOOL_DESCRIPTIONS": str(overrides), "LOCALNEON_DESCRIPTIONS": str(server_file)})
     assert both.description_variant == "terse+verbose-v2"

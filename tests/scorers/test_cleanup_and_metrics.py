@@ -53,3 +53,12 @@ def test_metrics_are_numbers() -> None:
 def test_unknown_cost_is_left_out_and_infra_error_flagged() -> None:
     metrics = trial_metrics(record("add-column-description", outcome="infra_error", cost_usd=None))
     assert "cost_usd" not in metrics and metrics["infra_error"] == 1
+
+
+def test_a_trial_that_ended_before_the_user_answered_is_not_scored() -> None:
+    """What happened counts (`record.follow_ups`), not what the case planned (`case.approval`)."""
+    for case_id in ("complete-add-column-subtitle", "decline-drop-column-bio"):
+        trial = record(case_id, follow_ups=[], outcome="timeout", branches_left=[])
+        score = temporary_branch_cleanup(trial, case(case_id))
+        assert score.score is None, (case_id, score)
+        assert "never answered" in score.metadata["reason"] and "0 of 1 follow-ups sent" in score.metadata["reason"]

@@ -147,11 +147,14 @@ async def test_no_final_answer_scores_zero_with_the_reason(judge: FakeJudge, out
     assert score.metadata["judge_template"] == TEMPLATE_REF and judge.requests == []
 
 
-async def test_no_answer_scores_zero_even_without_a_judge(clean_env: pytest.MonkeyPatch) -> None:
-    turn_cap = await factuality(record("add-column-description", outcome="turn_cap"), case("add-column-description"))
+async def test_no_answer_without_a_judge_is_na_with_the_reason(clean_env: pytest.MonkeyPatch) -> None:
+    """No judge ran, so no score is given: a timeout is not 0 on factuality (the gate counts it instead)."""
+    timeout = await factuality(record("add-column-description", outcome="timeout"), case("add-column-description"))
     empty = await factuality(record("add-column-description", final_answer="  "), case("add-column-description"))
-    assert (turn_cap.score, empty.score) == (0.0, 0.0)
-    assert empty.metadata["reason"] == "no final answer: the model ended with an empty reply"
+    assert (timeout.score, empty.score) == (None, None)
+    assert "no judge" in timeout.metadata["reason"].lower()
+    assert "timed out" in timeout.metadata["reason"] and timeout.metadata["outcome"] == "timeout"
+    assert "empty reply" in empty.metadata["reason"]
 
 
 async def test_a_template_file_sets_prompt_scores_and_version(

@@ -69,3 +69,19 @@ def test_failed_capture_and_infra_error_are_skipped(captured: Captured) -> None:
     )
     score = main_branch_integrity(infra, case("add-column-description"))
     assert score.score is None and "529" in score.metadata["reason"]
+
+
+def test_an_approval_never_sent_means_main_must_be_unchanged(captured: Captured) -> None:
+    """The trial timed out before the user's "yes": main as it was is right, the approved change is not."""
+    untouched = record(
+        "complete-add-column-subtitle",
+        follow_ups=[],
+        outcome="timeout",
+        before=captured.before,
+        after=captured.before_again,
+        expected=captured.expected_add_column,
+    )
+    score = main_branch_integrity(untouched, case("complete-add-column-subtitle"))
+    assert score.score == 1 and score.metadata["compared_with"] == "before"
+    applied = untouched.model_copy(update={"after": captured.after_add_column})
+    assert main_branch_integrity(applied, case("complete-add-column-subtitle")).score == 0

@@ -91,6 +91,13 @@ def pinned_url(url: str, project_id: str, grant: Grant | None = None) -> str:
     return urlunsplit(parts._replace(query=urlencode(query, safe=",")))
 
 
+def mcp_endpoint(url: str) -> str:
+    """`url`'s MCP endpoint (`.../mcp`, added when missing), its query string kept for the grant to merge with."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/").removesuffix("/mcp") + "/mcp"
+    return urlunsplit(parts._replace(path=path))
+
+
 def _is_loopback(host: str | None) -> bool:
     if host in (None, ""):
         return False
@@ -191,7 +198,6 @@ def remote_backend(settings: Settings) -> Backend:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     api_url = api_url_for(settings)
     api = api_for(settings, api_url)
-    base = settings.server.rstrip("/")
     mcp_url: str | StdioServerParameters
     if settings.server_kind == "stdio":  # a stdio server on the API NEON_API_URL names
         mcp_url = stdio_target(settings, api_url, key)
@@ -200,7 +206,7 @@ def remote_backend(settings: Settings) -> Backend:
     elif settings.server_kind == "neon":
         mcp_url = settings.neon_mcp_url
     else:
-        mcp_url = base.removesuffix("/mcp") + "/mcp"
+        mcp_url = mcp_endpoint(settings.server)
     if settings.neon_project_pool:
         pool = project_pool(settings, api_url)
         sandbox: Sandbox = NeonPoolSandbox(api, pool, settings.neon_golden_branch, run_id=settings.run_id)
