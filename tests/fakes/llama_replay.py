@@ -1,0 +1,122 @@
+"""Real llama-server answers, replayed over HTTP on 127.0.0.1: a local model without the model.
+
+The recordings in tests/data/llama/ are raw exchanges with llama.cpp's `llama-server` (made by
+`python -m localmodel record`, see that folder's README): `{"made_by", "request": {method, path,
+body}, "response": {status, body}}`. This server answers with them, so the real openai and
+anthropic SDKs meet exactly what the real server said (a tool call, a call written as text, a
+context overflow 400, a `length` finish, cached-token usage, `/props`).
+
+    with LlamaReplay(chat=["openai_tool_call", "openai_context_overflow"]) as server:
+        OpenAICompatProvider("smollm2", "local", base_url=server.openai_url)
+
+`chat` and `messages` list the recordings POST /v1/chat/completions and POST /v1/messages answer,
+in order (a request past the end gets a 500 naming it). `hold_s` holds every answer back that long
+while watching the connection: a client that gives up is counted in `abandoned`, and the server
+stops working on its request, as llama-server does; `peak` is the most requests in flight at once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tests.fakes.jsonserver import JsonServer, Request, Response
+
+RECORDINGS = Path(__file__).resolve().parent.parent / "data" / "llama"
+CHAT, MESSAGES = "/v1/chat/completions", "/v1/messages"
+
+
+def recording(name: str) -> dict[str, Any]:
+    """One recorded exchange, by file name without `.json`."""
+    data: dict[str, Any] = json.loads((RECORDINGS / f"{name}.json").read_text(encoding="utf-8"))
+    return data
+
+
+def answer(name: str) -> tuple[int, Any]:
+    """The recorded response's status and body."""
+    response = recording(name)["response"]
+    return int(response["status"]), response["body"]
+
+
+def request_body(name: str) -> Any:
+    """The recorded request's body (what was sent to get the answer)."""
+    return recording(name)["request"]["body"]
+
+
+class LlamaReplay:
+    """Serve recorded answers on the routes llama-server serves."""
+
+    def __init__(
+        self,
+        chat: list[str] | None = None,
+        messages: list[str] | None = None,
+        props: str | None = "props",
+        models: str | None = "v1_models",
+        hold_s: float = 0.0,
+    ) -> None:
+        self.scripts = {CHAT: list(chat or []), MESSAGES: list(messages or [])}
+        self.hold_s = hold_s
+        self.abandoned = 0
+        self.peak = 0
+        self._running = 0
+        self._served = {CHAT: 0, MESSAGES: 0}
+        self._lock = threading.Lock()
+        routes = {f"POST {path}": self._complete for path in (CHAT, MESSAGES)}
+        for path, name in (("/props", props), ("/v1/models", models)):
+            if name is not None:
+                routes[f"GET {path}"] = lambda request, name=name: Response(*answer(name))
+        self._server = JsonServer(routes)
+
+    @property
+    def url(self) -> str:
+        """The server's root (ANTHROPIC_BASE_URL; `/props` lives here)."""
+        return self._server.url
+
+    @property
+    def openai_url(self) -> str:
+        """OPENAI_BASE_URL for the openai SDK."""
+        return f"{self._server.url}/v1"
+
+    def bodies(self, path: str = CHAT) -> list[Any]:
+        return [request.body for request in self._server.requests if request.path == path]
+
+    def _complete(self, request: Request) -> Response:
+        with self._lock:
+            self._running += 1
+            self.peak = max(self.peak, self._running)
+            index = self._served[request.path]
+            self._served[request.path] += 1
+        try:
+            deadline = time.monotonic() + self.hold_s
+            while time.monotonic() < deadline:
+                if request.client_gone():
+                    with self._lock:
+                        self.abandoned += 1
+                    return Response(499, {"error": {"message": "client closed the request"}})
+                time.sleep(0.01)
+            script = self.scripts[request.path]
+            if index >= len(script):
+                return Response(500, {"error": {"message": f"replay exhausted: request {index + 1} on {request.path}"}})
+            return Response(*answer(script[index]))
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def start(self) -> LlamaReplay:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> LlamaReplay:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
