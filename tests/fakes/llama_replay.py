@@ -10,9 +10,14 @@ context overflow 400, a `length` finish, cached-token usage, `/props`).
         OpenAICompatProvider("smollm2", "local", base_url=server.openai_url)
 
 `chat` and `messages` list the recordings POST /v1/chat/completions and POST /v1/messages answer,
-in order (a request past the end gets a 500 naming it). `hold_s` holds every answer back that long
-while watching the connection: a client that gives up is counted in `abandoned`, and the server
+in order (a request past the end gets llama-server's 400 `invalid_request_error` naming it, which
+no SDK retries); an entry may be a `(status, body)` pair
+derived from a recording (`answer(name)` with one field changed, said so in the test), or a function
+of the request body returning one (to name the trial's own project in a recorded call).
+`hold_s` holds every answer back that long while watching the connection: a client that gives up is counted in `abandoned`, and the server
 stops working on its request, as llama-server does; `peak` is the most requests in flight at once.
+`slots=1` works on one request at a time, the others wait in the server's queue (llama-server with
+`--parallel 1`, what a trial whose client sent too many requests at once meets).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,6 +34,7 @@ from tests.fakes.jsonserver import JsonServer, Request, Response
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "data" / "llama"
 CHAT, MESSAGES = "/v1/chat/completions", "/v1/messages"
+Entry = str | tuple[int, Any] | Callable[[Any], tuple[int, Any]]
 
 
 def recording(name: str) -> dict[str, Any]:
@@ -52,14 +59,16 @@ class LlamaReplay:
 
     def __init__(
         self,
-        chat: list[str] | None = None,
-        messages: list[str] | None = None,
+        chat: list[Entry] | None = None,
+        messages: list[Entry] | None = None,
         props: str | None = "props",
         models: str | None = "v1_models",
         hold_s: float = 0.0,
+        slots: int | None = None,
     ) -> None:
         self.scripts = {CHAT: list(chat or []), MESSAGES: list(messages or [])}
         self.hold_s = hold_s
+        self._slots = threading.Semaphore(slots) if slots else None
         self.abandoned = 0
         self.peak = 0
         self._running = 0
@@ -85,6 +94,19 @@ class LlamaReplay:
         return [request.body for request in self._server.requests if request.path == path]
 
     def _complete(self, request: Request) -> Response:
+        if self._slots is None:
+            return self._work(request)
+        while not self._slots.acquire(timeout=0.01):  # queued, as llama-server queues a task for a free slot
+            if request.client_gone():
+                with self._lock:
+                    self.abandoned += 1
+                return Response(499, {"error": {"message": "client closed the request"}})
+        try:
+            return self._work(request)
+        finally:
+            self._slots.release()
+
+    def _work(self, request: Request) -> Response:
         with self._lock:
             self._running += 1
             self.peak = max(self.peak, self._running)
@@ -100,8 +122,12 @@ class LlamaReplay:
                 time.sleep(0.01)
             script = self.scripts[request.path]
             if index >= len(script):
-                return Response(500, {"error": {"message": f"replay exhausted: request {index + 1} on {request.path}"}})
-            return Response(*answer(script[index]))
+                message = f"replay exhausted: request {index + 1} on {request.path}"
+                return Response(400, {"error": {"code": 400, "message": message, "type": "invalid_request_error"}})
+            entry = script[index]
+            if isinstance(entry, str):
+                return Response(*answer(entry))
+            return Response(*(entry(request.body) if callable(entry) else entry))
         finally:
             with self._lock:
                 self._running -= 1
