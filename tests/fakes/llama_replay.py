@@ -11,11 +11,11 @@ context overflow 400, a `length` finish, cached-token usage, `/props`).
 
 `chat` and `messages` list the recordings POST /v1/chat/completions and POST /v1/messages answer,
 in order (a request past the end gets llama-server's 400 `invalid_request_error` naming it, which
-no SDK retries); an entry may be a `(status, body)` pair
-derived from a recording (`answer(name)` with one field changed, said so in the test), or a function
-of the request body returning one (to name the trial's own project in a recorded call).
-`hold_s` holds every answer back that long while watching the connection: a client that gives up is counted in `abandoned`, and the server
-stops working on its request, as llama-server does; `peak` is the most requests in flight at once.
+no SDK retries); an entry may be a `(status, body)` pair derived from a recording (`answer(name)`
+with one field changed, said so in the test), or a function of the request body returning one (to
+name the trial's own project in a recorded call). `hold_s` holds every answer back that long while
+watching the connection: a client that gives up is counted in `abandoned`, and the server stops
+working on its request, as llama-server does; `peak` is the most requests in flight at once.
 `slots=1` works on one request at a time, the others wait in the server's queue (llama-server with
 `--parallel 1`, what a trial whose client sent too many requests at once meets).
 """
