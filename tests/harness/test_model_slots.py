@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from evals._report import usage_totals
 from evals._shard import Shard, parse_provider_budget, provider_slot
 from evals._task import make_task, plan_rows
 from harness.config import Settings
@@ -148,3 +149,8 @@ async def test_a_trial_whose_model_never_answered_is_an_infrastructure_error_not
     assert record.outcome == "infra_error" and record.usage.model_calls == 0
     assert "did not answer a single request within EVAL_TRIAL_TIMEOUT=0.5s" in (record.error or "")
     assert abandoned == 1  # the request was closed, not left running on the server
+
+
+def test_the_summary_totals_the_time_trials_spent_waiting_for_a_slot() -> None:
+    results = [SimpleNamespace(metadata={"outcome": "ok", "queue_s": wait, "usage": {}}) for wait in (0.0, 1.25, 2.5)]
+    assert usage_totals(results)["queue_s"] == 3.75
