@@ -148,7 +148,7 @@ def answered_as_asked(model: str, answered_by: list[str]) -> bool:
     A local server answers to any model name: a price looked up by the name asked for would be a
     guess about a model that never ran. No names reported: the request's own name stands."""
     name = model.partition(":")[2] or model
-    return all(seen == name or seen.startswith(f"{name}-") for seen in answered_by)
+    return all(seen in (model, name) or seen.startswith(f"{name}-") for seen in answered_by)
 
 
 def trial_cost_usd(model: str, rules: ModelRules | None, usage: Usage, answered_by: list[str]) -> float | None:
