@@ -14,10 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
+
+if TYPE_CHECKING:
+    from harness.models.rules import ModelRules
 
 CONTEXT_VARIABLE = "EVAL_CONTEXT_WINDOW"
 PROBE_TIMEOUT_S = 5.0
@@ -147,3 +150,12 @@ async def provider_limits(provider: object) -> ServerLimits:
     """What a provider knows of its model's limits (model providers only; control agents have none)."""
     limits = getattr(provider, "limits", None)
     return await limits() if callable(limits) else ServerLimits()
+
+
+def unlisted_model_notice(model: str, rules: ModelRules | None, limits: ServerLimits) -> str | None:
+    """One line for a model no rules table lists (a local model): what the suite assumes about it."""
+    if rules is None or rules.price is not None or model.startswith("control:"):
+        return None
+    window = f"context window {limits.context_window} tokens" if limits.context_window else "context window unknown"
+    slots = f", {limits.slots} slot(s) on its server" if limits.slots else ""
+    return f"{model} is in no rules table: no price (cost n/a), {window}{slots}"

@@ -20,7 +20,7 @@ from harness.mcp.client import TRIAL_HEADER, connect
 from harness.mcp.server_process import LocalServer, ServerEndpoints
 from harness.mcp.toolview import ToolView, load_overrides, trial_seed
 from harness.models.agent import AgentState, LoopSettings, run_agent
-from harness.models.endpoint import ServerLimits, provider_limits
+from harness.models.endpoint import ServerLimits, provider_limits, unlisted_model_notice
 from harness.models.factory import make_provider
 from harness.models.providers import Provider, TrialContext
 from harness.models.providers.registry import rules_for
@@ -79,6 +79,10 @@ class TrialRunner:
         self.backend = await self._build_backend()
         self.provider = make_provider(self.settings)
         self.limits = await provider_limits(self.provider)  # a local model's context window, from its server
+        if (
+            notice := unlisted_model_notice(self.settings.model, rules_for(self.settings.model), self.limits)
+        ) is not None:
+            print(f"harness: {notice}", file=sys.stderr, flush=True)
         if self.write_results:
             self.store.write_run(self.settings)
         self.started = True

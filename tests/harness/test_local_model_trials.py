@@ -61,7 +61,7 @@ def recorded_call_running(sql: str) -> Callable[[Any], tuple[int, Any]]:
 
 
 async def test_a_tool_call_written_as_text_is_its_own_outcome_never_the_final_answer(
-    local_server: LocalServer, runner_settings: SettingsFactory
+    local_server: LocalServer, runner_settings: SettingsFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, props = answer("props")
     _, body = answer("openai_text_tool_call")
@@ -74,8 +74,11 @@ async def test_a_tool_call_written_as_text_is_its_own_outcome_never_the_final_an
     assert record.messages[-1]["content"][0]["text"] == body["choices"][0]["message"]["content"]  # kept as written
     assert record.usage.model_calls == 1 and record.usage.prompt_tokens == body["usage"]["prompt_tokens"]
     assert record.answered_by == [body["model"]] and record.cost_usd is None  # an unpriced local model
-    assert record.config.context_window == props["default_generation_settings"]["n_ctx"]
+    window = props["default_generation_settings"]["n_ctx"]
+    assert record.config.context_window == window
     assert record.before is not None and record.after is not None
+    notice = f"openai:{MODEL} is in no rules table: no price (cost n/a), context window {window} tokens"
+    assert notice in capsys.readouterr().err
 
 
 async def test_a_context_overflow_after_ddl_on_main_still_shows_main_as_the_model_left_it(
