@@ -53,16 +53,26 @@ async def anthropic_turn(recorded: str, max_tokens: int = 256) -> tuple[ModelTur
     return turn, server
 
 
-async def test_a_recorded_tool_call_on_the_openai_route_keeps_its_calls_tokens_and_answering_model() -> None:
-    _, body = answer("openai_tool_call")
-    turn, _ = await openai_turn("openai_tool_call")
+async def test_recorded_calls_cut_by_max_tokens_end_the_turn_as_max_tokens_on_both_protocols() -> None:
+    # The real server returned three parsed calls, the last cut mid-string, with a `length` finish
+    # (`max_tokens` on the Messages route, where the cut call's input silently became {}).
+    _, body = answer("openai_tool_calls_cut")
+    turn, _ = await openai_turn("openai_tool_calls_cut", max_tokens=128)
     recorded_calls = body["choices"][0]["message"]["tool_calls"]
-    assert turn.stop_reason == "tool_use"
+    assert turn.stop_reason == "max_tokens"  # a cut reply: none of its calls is run
     assert [use["name"] for use in turn.tool_uses] == [call["function"]["name"] for call in recorded_calls]
+    assert turn.tool_uses[0]["input"] == {"params": {"projectId": "123", "branchId": "123"}}
+    assert turn.tool_uses[-1]["input"] == {"_unparsable_arguments": recorded_calls[-1]["function"]["arguments"]}
     usage = body["usage"]
-    assert turn.usage.prompt_tokens == usage["prompt_tokens"] > 0
-    assert turn.usage.output_tokens == usage["completion_tokens"] > 0
-    assert turn.model == body["model"]
+    assert turn.usage.prompt_tokens == usage["prompt_tokens"] and turn.usage.output_tokens == usage["completion_tokens"]
+    assert turn.model == body["model"] == MODEL
+    _, anthropic_body = answer("anthropic_tool_calls_cut")
+    cut, _ = await anthropic_turn("anthropic_tool_calls_cut", max_tokens=128)
+    assert cut.stop_reason == "max_tokens" and len(cut.tool_uses) == 3 and cut.tool_uses[-1]["input"] == {}
+    assert cut.usage.output_tokens == anthropic_body["usage"]["output_tokens"] == 128
+    for reply in (turn, cut):
+        outcome, reason = stop_outcome(reply, LoopSettings(max_tokens=128))
+        assert outcome == "max_tokens" and "cut at EVAL_MAX_TOKENS=128" in reason
 
 
 async def test_cached_prompt_tokens_on_the_openai_route_are_cache_reads_priced_as_such() -> None:
@@ -133,15 +143,14 @@ async def test_the_anthropic_route_sends_no_claude_only_fields_to_a_local_model(
     sent = server.bodies(MESSAGES)[0]
     assert "cache_control" not in str(sent) and sent["system"] == "sys"
     assert "thinking" not in sent and "temperature" not in sent
-    recorded_uses = [block["name"] for block in body["content"] if block["type"] == "tool_use"]
-    assert [use["name"] for use in turn.tool_uses] == recorded_uses
+    assert turn.text == body["content"][0]["text"] and turn.stop_reason == body["stop_reason"]
     assert turn.usage.output_tokens == body["usage"]["output_tokens"] > 0
     assert turn.model == body["model"]
     claude = AnthropicProvider("claude-haiku-4-5", "k", base_url=server.url)
-    request = claude.request(
-        system="sys", messages=ASK, tools=anthropic_tools("anthropic_tool_use"), max_tokens=8, temperature=None
-    )
+    tools = anthropic_tools("anthropic_tool_use")
+    request = claude.request(system="sys", messages=ASK, tools=tools, max_tokens=8, temperature=None)
     assert request["tools"][-1]["cache_control"] == {"type": "ephemeral"}  # Claude keeps its prompt cache
+    await claude.aclose()
 
 
 async def test_the_anthropic_routes_cache_reads_are_kept() -> None:

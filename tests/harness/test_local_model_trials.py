@@ -29,6 +29,7 @@ READ_CASE = make_case(
     approval="none",
     expected_answer="There are 3 customers.",
     reference_sql=None,
+    reference_calls=[{"tool": "run_sql", "arguments": {"sql": "SELECT count(*) FROM customers"}}],
     expected_main="unchanged",
     required_tools=["run_sql"],
 )
@@ -47,15 +48,21 @@ def project_in(body: Any) -> str:
     return found.group(1)
 
 
+def completed(status: int, recorded: Any) -> tuple[int, Any]:
+    """A recorded reply as if it had not been cut: `finish_reason: tool_calls`, as a complete call ends."""
+    recorded["choices"][0]["finish_reason"] = "tool_calls"
+    return status, recorded
+
+
 def recorded_call_running(sql: str) -> Callable[[Any], tuple[int, Any]]:
-    """The recorded tool-call reply, its call turned into run_sql(`sql`) on the trial's own project."""
+    """The recorded tool-call reply, its first call turned into run_sql(`sql`) on the trial's own project."""
 
     def reply(body: Any) -> tuple[int, Any]:
-        status, recorded = answer("openai_tool_call")
+        status, recorded = answer("openai_tool_calls_cut")
         call = recorded["choices"][0]["message"]["tool_calls"][0]
         call["function"] = {"name": "run_sql", "arguments": json.dumps({"projectId": project_in(body), "sql": sql})}
         recorded["choices"][0]["message"]["tool_calls"] = [call]
-        return status, recorded
+        return completed(status, recorded)
 
     return reply
 
@@ -64,8 +71,8 @@ async def test_a_tool_call_written_as_text_is_its_own_outcome_never_the_final_an
     local_server: LocalServer, runner_settings: SettingsFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, props = answer("props")
-    _, body = answer("openai_text_tool_call")
-    with LlamaReplay(chat=["openai_text_tool_call"]) as server:
+    _, body = answer("openai_fenced_call")
+    with LlamaReplay(chat=["openai_fenced_call"]) as server:
         async with TrialRunner(runner_settings(local_env(server.openai_url)), local_server=local_server) as runner:
             record = await runner.run(READ_CASE, 0)
     assert record.outcome == "tool_call_as_text"
@@ -110,20 +117,33 @@ async def test_a_server_error_after_the_model_was_reached_still_captures_main(
 async def test_arguments_that_are_not_json_are_answered_with_an_error_and_never_sent_to_the_server(
     local_server: LocalServer, runner_settings: SettingsFactory
 ) -> None:
-    def cut_arguments(body: Any) -> tuple[int, Any]:
-        status, recorded = recorded_call_running("SELECT count(*) FROM customers")(body)
-        call = recorded["choices"][0]["message"]["tool_calls"][0]
-        call["function"]["arguments"] = call["function"]["arguments"][:25]  # cut mid-string, as a length stop leaves it
-        return status, recorded
-
-    with LlamaReplay(chat=[cut_arguments, "openai_text_tool_call"]) as server:
+    # The recorded three calls, the last with its arguments cut mid-string, as a complete reply would carry
+    # them (a server that reported no cut): the first two run, the third is answered with an error.
+    status, recorded = completed(*answer("openai_tool_calls_cut"))
+    cut = recorded["choices"][0]["message"]["tool_calls"][-1]["function"]["arguments"]
+    with LlamaReplay(chat=[(status, recorded), "openai_fenced_call"]) as server:
         async with TrialRunner(runner_settings(local_env(server.openai_url)), local_server=local_server) as runner:
             record = await runner.run(READ_CASE, 0)
         sent_back = server.bodies()[1]["messages"][-1]
-    call = record.tool_calls[0]
-    assert call.is_error and call.forwarded_arguments is None
+    assert [call.name for call in record.tool_calls] == ["get_database_tables"] * 3
+    assert all(call.forwarded_arguments is not None for call in record.tool_calls[:2])
+    call = record.tool_calls[2]
+    assert call.is_error and call.forwarded_arguments is None and call.arguments == {"_unparsable_arguments": cut}
     assert call.result_text.startswith("Error: the arguments are not a JSON object")
     assert sent_back["role"] == "tool" and "not a JSON object" in sent_back["content"]
+    assert record.outcome == "tool_call_as_text"  # the second recorded reply: the call written as text
+
+
+async def test_a_reply_cut_by_eval_max_tokens_runs_none_of_its_calls(
+    local_server: LocalServer, runner_settings: SettingsFactory
+) -> None:
+    with LlamaReplay(chat=["openai_tool_calls_cut"]) as server:
+        env = local_env(server.openai_url, EVAL_MAX_TOKENS="128")
+        async with TrialRunner(runner_settings(env), local_server=local_server) as runner:
+            record = await runner.run(READ_CASE, 0)
+    assert record.outcome == "max_tokens" and "cut at EVAL_MAX_TOKENS=128" in (record.error or "")
+    assert record.tool_calls == [] and record.final_answer == ""
+    assert record.after is not None
 
 
 def test_eval_context_window_is_checked_before_any_trial() -> None:

@@ -17,11 +17,28 @@ def recorded_text(name: str) -> str:
 
 
 def test_the_recorded_fenced_json_calls_are_recognised_on_both_protocols() -> None:
-    for name in ("openai_text_tool_call", "anthropic_text_tool_call"):
+    for name in ("openai_fenced_call", "anthropic_fenced_call"):
         text = recorded_text(name)
         calls = text_tool_calls(text, OFFERED)
         assert [call.name for call in calls] == ["run_sql"], (name, text)
-        assert calls[0].form == "fenced json" and isinstance(calls[0].arguments, dict)
+        assert calls[0].form == "fenced json" and calls[0].arguments == {"sql": "SELECT count(*) FROM posts"}
+    invented = text_tool_calls(recorded_text("openai_fenced_invented_call"), OFFERED)
+    assert [call.name for call in invented] == ["count_posts"]
+    assert "count_posts (not offered)" in describe(invented, OFFERED)
+
+
+def test_recorded_answers_that_only_look_like_calls_are_not_calls() -> None:
+    # A fenced object cut mid-way, Python that builds a dict with single quotes, a `<tool_call name=...>`
+    # tag inside prose, plain chatter: all real replies of the same model, none a call.
+    for name in (
+        "openai_fenced_not_a_call",
+        "openai_text_tool_call",
+        "anthropic_text_tool_call",
+        "openai_tool_choice_object",
+        "openai_tool_call",
+        "anthropic_tool_use",
+    ):
+        assert text_tool_calls(recorded_text(name), OFFERED) == [], name
 
 
 def test_template_markers_bare_json_and_the_openai_shape_are_calls_too() -> None:
@@ -31,10 +48,6 @@ def test_template_markers_bare_json_and_the_openai_shape_are_calls_too() -> None
     assert [(c.name, c.form) for c in text_tool_calls(bare, OFFERED)] == [("get_database_tables", "bare json")]
     wire = '```json\n[{"type": "function", "function": {"name": "run_sql", "arguments": "{}"}}]\n```'
     assert [c.name for c in text_tool_calls(wire, OFFERED)] == ["run_sql"]
-    invented = '```json\n{"name": "count_rows", "arguments": {"table": "posts"}}\n```'
-    calls = text_tool_calls(invented, OFFERED)
-    assert [c.name for c in calls] == ["count_rows"]
-    assert "count_rows (not offered)" in describe(calls, OFFERED)
 
 
 def test_an_answer_that_shows_json_is_not_a_call() -> None:

@@ -100,6 +100,10 @@ def from_openai_message(message: Any, finish_reason: str | None) -> tuple[list[d
         if not isinstance(arguments, dict):
             arguments = {"_unparsable_arguments": call.function.arguments}
         blocks.append({"type": "tool_use", "id": call.id, "name": call.function.name, "input": arguments})
+    if finish_reason == "length":
+        # Cut mid-reply, calls included (llama-server returns the calls it parsed, the last one's arguments cut
+        # mid-string): the trial ends as on the Messages API's max_tokens, no call of a cut reply is run.
+        return blocks, "max_tokens"
     if any(block["type"] == "tool_use" for block in blocks):
         return blocks, "tool_use"
     # Chat completions' finish reasons, as the Messages stop reasons the loop reads.
