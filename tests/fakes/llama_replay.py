@@ -15,7 +15,7 @@ no SDK retries); an entry may be a `(status, body)` pair derived from a recordin
 with one field changed, said so in the test), or a function of the request body returning one (to
 name the trial's own project in a recorded call). `hold_s` holds every answer back that long while
 watching the connection: a client that gives up is counted in `abandoned`, and the server stops
-working on its request, as llama-server does; `peak` is the most requests in flight at once.
+working on its request, as llama-server does; `peak` is the most requests in flight at once (queued ones included).
 `slots=1` works on one request at a time, the others wait in the server's queue (llama-server with
 `--parallel 1`, what a trial whose client sent too many requests at once meets).
 """
@@ -94,6 +94,16 @@ class LlamaReplay:
         return [request.body for request in self._server.requests if request.path == path]
 
     def _complete(self, request: Request) -> Response:
+        with self._lock:  # in flight from arrival: queued for a slot counts
+            self._running += 1
+            self.peak = max(self.peak, self._running)
+        try:
+            return self._queue(request)
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def _queue(self, request: Request) -> Response:
         if self._slots is None:
             return self._work(request)
         while not self._slots.acquire(timeout=0.01):  # queued, as llama-server queues a task for a free slot
@@ -108,29 +118,23 @@ class LlamaReplay:
 
     def _work(self, request: Request) -> Response:
         with self._lock:
-            self._running += 1
-            self.peak = max(self.peak, self._running)
             index = self._served[request.path]
             self._served[request.path] += 1
-        try:
-            deadline = time.monotonic() + self.hold_s
-            while time.monotonic() < deadline:
-                if request.client_gone():
-                    with self._lock:
-                        self.abandoned += 1
-                    return Response(499, {"error": {"message": "client closed the request"}})
-                time.sleep(0.01)
-            script = self.scripts[request.path]
-            if index >= len(script):
-                message = f"replay exhausted: request {index + 1} on {request.path}"
-                return Response(400, {"error": {"code": 400, "message": message, "type": "invalid_request_error"}})
-            entry = script[index]
-            if isinstance(entry, str):
-                return Response(*answer(entry))
-            return Response(*(entry(request.body) if callable(entry) else entry))
-        finally:
-            with self._lock:
-                self._running -= 1
+        deadline = time.monotonic() + self.hold_s
+        while time.monotonic() < deadline:
+            if request.client_gone():
+                with self._lock:
+                    self.abandoned += 1
+                return Response(499, {"error": {"message": "client closed the request"}})
+            time.sleep(0.01)
+        script = self.scripts[request.path]
+        if index >= len(script):
+            message = f"replay exhausted: request {index + 1} on {request.path}"
+            return Response(400, {"error": {"code": 400, "message": message, "type": "invalid_request_error"}})
+        entry = script[index]
+        if isinstance(entry, str):
+            return Response(*answer(entry))
+        return Response(*(entry(request.body) if callable(entry) else entry))
 
     def start(self) -> LlamaReplay:
         self._server.start()
