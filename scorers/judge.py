@@ -275,7 +275,8 @@ def forced_choice_problem(message: Any) -> str | None:
     )
 
 
-async def _forced_once(settings: JudgeSettings) -> str | None:
+async def forced_choice_check(settings: JudgeSettings) -> str | None:
+    """Ask the route for a call the model would not make unforced; what it did wrong, or None."""
     client, _ = judge_client(settings, max_retries=2)
     async with client:
         response = await client.chat.completions.create(**_forced_request(settings))
@@ -352,7 +353,7 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # safe inside a running event loop
         try:
             pool.submit(asyncio.run, _classify_once(settings)).result()
-            ignored = pool.submit(asyncio.run, _forced_once(settings)).result()
+            ignored = pool.submit(asyncio.run, forced_choice_check(settings)).result()
         except openai.APIStatusError as error:
             message = _scrub(_server_message(error), settings)
             raise JudgePreflightError(

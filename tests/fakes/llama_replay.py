@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tests.fakes.jsonserver import JsonServer, Request, Response
+from tests.fakes.jsonserver import JsonServer, Request, Response, Route
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "data" / "llama"
 CHAT, MESSAGES = "/v1/chat/completions", "/v1/messages"
@@ -54,6 +54,11 @@ def request_body(name: str) -> Any:
     return recording(name)["request"]["body"]
 
 
+def _recorded(name: str) -> Route:
+    """A route answering one recording, whatever the request."""
+    return lambda request: Response(*answer(name))
+
+
 class LlamaReplay:
     """Serve recorded answers on the routes llama-server serves."""
 
@@ -74,10 +79,10 @@ class LlamaReplay:
         self._running = 0
         self._served = {CHAT: 0, MESSAGES: 0}
         self._lock = threading.Lock()
-        routes = {f"POST {path}": self._complete for path in (CHAT, MESSAGES)}
+        routes: dict[str, Route] = {f"POST {path}": self._complete for path in (CHAT, MESSAGES)}
         for path, name in (("/props", props), ("/v1/models", models)):
             if name is not None:
-                routes[f"GET {path}"] = lambda request, name=name: Response(*answer(name))
+                routes[f"GET {path}"] = _recorded(name)
         self._server = JsonServer(routes)
 
     @property

@@ -156,3 +156,17 @@ def test_eval_context_window_is_checked_before_any_trial() -> None:
         ]
         == "8192"
     )
+
+
+async def test_a_model_that_keeps_calling_tools_stops_at_the_turn_cap(
+    local_server: LocalServer, runner_settings: SettingsFactory
+) -> None:
+    calls = [recorded_call_running("SELECT count(*) FROM customers")] * 3
+    with LlamaReplay(chat=list(calls)) as server:
+        env = local_env(server.openai_url, EVAL_MAX_TURNS="2")
+        async with TrialRunner(runner_settings(env), local_server=local_server) as runner:
+            record = await runner.run(READ_CASE, 0)
+        asked = len(server.bodies())
+    assert record.outcome == "turn_cap" and record.error == "stopped after EVAL_MAX_TURNS=2 model calls"
+    assert asked == 2 and [call.name for call in record.tool_calls] == ["run_sql", "run_sql"]
+    assert record.usage.model_calls == 2 and record.after is not None

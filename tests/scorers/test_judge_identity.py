@@ -13,8 +13,9 @@ import pytest
 
 from scorers import judge as judge_module
 from scorers.factuality import factuality
-from scorers.judge import SHARED_ENDPOINT_VARIABLE, JudgePreflightError, preflight
+from scorers.judge import SHARED_ENDPOINT_VARIABLE, JudgePreflightError, JudgeSettings, forced_choice_check, preflight
 from tests.evals.cli import offline_env, run_cli
+from tests.fakes.llama_replay import LlamaReplay
 from tests.fakes.openai_judge import FakeJudge
 from tests.scorers.conftest import case, record
 
@@ -90,3 +91,14 @@ def test_a_failed_preflight_stops_braintrust_eval_with_exit_2_and_one_line(tmp_p
     lines = [line for line in completed.stderr.splitlines() if "ignores a forced tool_choice" in line]
     assert len(lines) == 1 and lines[0].startswith("evals: stopping before any trial: judge route openai")
     assert not (tmp_path / "results").exists()
+
+
+async def test_what_the_real_server_answered_to_a_forced_function_is_refused() -> None:
+    # llama-server's answer to tool_choice {"type": "function", "function": {"name": "get_database_tables"}}:
+    # text, no call (the object was read as `auto`).
+    with LlamaReplay(chat=["openai_tool_choice_object"]) as server:
+        settings = JudgeSettings("openai", server.openai_url, "smollm2-135m-instruct", "local")
+        problem = await forced_choice_check(settings)
+        sent = server.bodies()[0]
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "select_choice"}}
+    assert problem is not None and "ignores a forced tool_choice" in problem and "no tool call (text" in problem
