@@ -47,6 +47,8 @@ STOP_OUTCOMES: dict[str, tuple[Outcome, str]] = {
         "context window (or the server's own output limit) ran out (stop_reason max_tokens)",
     ),
     "refusal": ("refusal", "the model declined to go on (stop_reason refusal)"),
+    # llama-server answers 500 when the model opened a tool call it cannot parse: the model's doing.
+    "tool_call_unparsed": ("tool_call_as_text", "the model wrote a tool call the server could not parse"),
     "model_context_window_exceeded": (
         "context_window_exceeded",
         "the conversation outgrew the model's context window (stop_reason model_context_window_exceeded)",

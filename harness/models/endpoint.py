@@ -129,6 +129,22 @@ async def read_limits(base_url: str, model: str, headers: Mapping[str, str] | No
     return found
 
 
+# llama-server's 500 when the model's reply opened a tool call it could not parse (its chat parser:
+# "The model produced output that does not match the expected peg-native format").
+_UNPARSED_CALL = re.compile(r"does not match the expected .*format|failed to parse tool call", re.IGNORECASE)
+
+
+def unparsed_call_detail(status: int, body: Any, message: str) -> str | None:
+    """Why a server error was the model's own: a tool call it wrote that the server could not parse."""
+    if status != 500:
+        return None
+    inner = body.get("error", body) if isinstance(body, dict) else {}
+    text = str((inner.get("message") if isinstance(inner, dict) else None) or message)
+    if not _UNPARSED_CALL.search(text):
+        return None
+    return f"the model wrote a tool call the server could not parse: HTTP {status}: {text}"
+
+
 def overflow_detail(status: int, body: Any, message: str) -> str | None:
     """Why a refused request was a prompt longer than the context window, or None when it was not.
 

@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field
 # - context_window_exceeded: the conversation outgrew the model's context window
 #   (stop_reason model_context_window_exceeded, or the server's 400 saying the prompt exceeds it);
 # - tool_call_as_text: its last reply was a tool call written as text (a ```json {"name", "arguments"}
-#   block, `<tool_call>` markers) that the server did not parse into a call: neither a call nor an answer.
+#   block, `<tool_call>` markers) that the server did not parse into a call, or one the server failed to
+#   parse (llama-server's 500 "does not match the expected ... format"): neither a call nor an answer.
 Outcome = Literal[
     "ok",
     "turn_cap",

@@ -182,3 +182,23 @@ async def test_an_unknown_local_models_context_window_is_read_from_the_server_or
         provider = OpenAICompatProvider(MODEL, "local", base_url=server.openai_url)
         assert (await provider.limits()).context_window == models["data"][0]["meta"]["n_ctx"]
         await provider.aclose()
+
+
+@pytest.mark.parametrize("route", [CHAT, MESSAGES])
+async def test_a_call_the_server_could_not_parse_is_the_models_outcome_after_the_retries(route: str) -> None:
+    # llama-server's 500 when the model's continuation of an open <tool_call> was no valid call.
+    name = "openai_tool_call_malformed" if route == CHAT else "anthropic_tool_call_malformed"
+    status, body = answer(name)
+    assert status == 500
+    with LlamaReplay(chat=[name, name], messages=[name, name]) as server:
+        if route == CHAT:
+            provider: Any = OpenAICompatProvider(MODEL, "local", base_url=server.openai_url, max_retries=1)
+        else:
+            provider = AnthropicProvider(MODEL, "local", base_url=server.url, max_retries=1)
+        turn = await provider.complete(system=None, messages=ASK, tools=[], max_tokens=64, temperature=None)
+        await provider.aclose()
+        asked = len(server.bodies(route))
+    assert asked == 2  # the SDK retried the 500 once, as for any server error
+    assert turn.stop_reason == "tool_call_unparsed" and turn.content == []
+    outcome, reason = stop_outcome(turn, LoopSettings())
+    assert outcome == "tool_call_as_text" and body["error"]["message"] in reason

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import braintrust
-from anthropic import AsyncAnthropic, BadRequestError
+from anthropic import AsyncAnthropic, BadRequestError, InternalServerError
 
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
@@ -27,6 +27,7 @@ from harness.models.endpoint import (
     context_window_setting,
     overflow_detail,
     read_limits,
+    unparsed_call_detail,
 )
 from harness.models.providers.base import ModelTurn, Provider, TrialContext
 from harness.models.providers.registry import EnvVar, provider
@@ -138,6 +139,11 @@ class AnthropicProvider:
             if detail is None:
                 raise
             return ModelTurn(content=[], stop_reason="model_context_window_exceeded", stop_detail=detail)
+        except InternalServerError as error:  # after the SDK's retries: the model wrote it the same way each time
+            detail = unparsed_call_detail(error.status_code, error.body, error.message)
+            if detail is None:
+                raise
+            return ModelTurn(content=[], stop_reason="tool_call_unparsed", stop_detail=detail)
         return ModelTurn(
             content=[_block(block) for block in response.content],
             stop_reason=str(response.stop_reason or "end_turn"),

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import braintrust
-from openai import AsyncOpenAI, BadRequestError
+from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
@@ -25,6 +25,7 @@ from harness.models.endpoint import (
     context_window_setting,
     overflow_detail,
     read_limits,
+    unparsed_call_detail,
 )
 from harness.models.providers.base import ModelTurn, Provider, TrialContext
 from harness.models.providers.registry import EnvVar, provider
@@ -172,6 +173,11 @@ class OpenAICompatProvider:
             if detail is None:
                 raise
             return ModelTurn(content=[], stop_reason="model_context_window_exceeded", stop_detail=detail)
+        except InternalServerError as error:  # after the SDK's retries: the model wrote it the same way each time
+            detail = unparsed_call_detail(error.status_code, error.body, error.message)
+            if detail is None:
+                raise
+            return ModelTurn(content=[], stop_reason="tool_call_unparsed", stop_detail=detail)
         choice = response.choices[0]
         blocks, stop = from_openai_message(choice.message, choice.finish_reason)
         return ModelTurn(
