@@ -202,3 +202,16 @@ async def test_a_call_the_server_could_not_parse_is_the_models_outcome_after_the
     assert turn.stop_reason == "tool_call_unparsed" and turn.content == []
     outcome, reason = stop_outcome(turn, LoopSettings())
     assert outcome == "tool_call_as_text" and body["error"]["message"] in reason
+
+
+async def test_a_call_the_server_parsed_is_a_tool_use_on_both_routes() -> None:
+    _, chat_body = answer("openai_tool_call_parsed")
+    turn, _ = await openai_turn("openai_tool_call_parsed")
+    call = chat_body["choices"][0]["message"]["tool_calls"][0]
+    assert turn.stop_reason == "tool_use" and turn.text == ""
+    assert turn.tool_uses == [
+        {"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": {"projectId": "proj-123"}}
+    ]
+    _, messages_body = answer("anthropic_tool_call_parsed")
+    use, _ = await anthropic_turn("anthropic_tool_call_parsed")
+    assert use.stop_reason == "tool_use" and use.tool_uses == [messages_body["content"][0]]
