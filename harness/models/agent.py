@@ -109,7 +109,8 @@ async def execute_tool(
         except MCPError as error:
             text, is_error = f"Error: {error}", True
         except TimeoutError:
-            # A slow tool is part of what the model did (a heavy query), not an infrastructure failure.
+            # A request the server never answered within its own timeout arrives as a ServerFault
+            # (infrastructure, below); a TimeoutError here comes from the view's own wait, the tool's result.
             text, is_error = f"Error: the tool did not answer within {loop.tool_timeout}s", True
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
