@@ -20,7 +20,7 @@ THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$statu
 # one file stay on one worker (their module fixtures run once); a shared DATABASE_URL cluster runs serially.
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,2)
 
-.PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab
+.PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab smoke
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ $(STAMP): pyproject.toml
 eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` CLI.
 	@$(call THEN_STOP,$(PY) -m evals,$(STOP_PG))
 
+smoke: $(STAMP)  ## A real open-weights model through both protocols (llama-server built into .localmodel/; docs/local-models.md).
+	@$(call THEN_STOP,$(PY) -m localmodel smoke,$(STOP_PG))
+
 calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in datasets/judge/ (needs a judge).
 	$(PY) -m evals.calibrate
 
@@ -40,7 +43,7 @@ test: $(STAMP)  ## Run the test suite (embedded PostgreSQL, local Neon server, f
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy harness scorers localneon evals analysis tests
+	$(VENV)/bin/mypy harness scorers localneon evals analysis localmodel tests
 
 ab: $(STAMP)  ## Paired, adaptive A/B: make ab A=<variant file|@prompt|provider:model> B=<...> [MAX=20]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make ab A=<variant> B=<variant> [MAX=20]" >&2; exit 2; }

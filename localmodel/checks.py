@@ -178,9 +178,9 @@ def leftover_processes(root: Path, proc: Path = Path("/proc")) -> list[str]:
     evals started: llama-server, PostgreSQL, localneon. Each as "pid: command"."""
     found: list[str] = []
     anchor = str(root.resolve())
-    for entry in proc.iterdir() if proc.is_dir() else []:
-        if not entry.name.isdigit():
-            continue
+    if not proc.is_dir():
+        return found
+    for entry in sorted((e for e in proc.iterdir() if e.name.isdigit()), key=lambda e: int(e.name)):
         try:
             raw = (entry / "cmdline").read_bytes()
         except OSError:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from localmodel.pins import MODEL, RUNTIME
-from localmodel.server import LocalServer, ServerOptions, free_port
+from localmodel.server import LocalServer, ServerOptions, free_port, get_text
 
 ASK = "In my proj-123 project, how many posts are there? Use the tools."
 
@@ -99,6 +99,7 @@ def record_all(options: ServerOptions, small: ServerOptions, tools: list[dict[st
     out.mkdir(parents=True, exist_ok=True)
     with LocalServer(options, out / "server.log") as server:
         base = server.url
+        metrics_before = get_text(f"{base}/metrics")
         save("props", exchange(base, "GET", "/props"), options)
         save("v1_models", exchange(base, "GET", "/v1/models"), options)
         save("openai_tool_call", exchange(base, "POST", "/v1/chat/completions", chat(few, max_tokens=256)), options)
@@ -147,6 +148,7 @@ def record_all(options: ServerOptions, small: ServerOptions, tools: list[dict[st
             exchange(base, "POST", "/v1/messages", messages(few, tool_choice={"type": "any"}, max_tokens=128)),
             options,
         )
+        save("metrics", {"before": metrics_before, "after": get_text(f"{base}/metrics")}, options)
     with LocalServer(small, out / "server-small.log") as server:
         base = server.url
         save("props_small_context", exchange(base, "GET", "/props"), small)

@@ -30,6 +30,7 @@ from localmodel.checks import leftover_processes, load_records, render, run_prob
 from localmodel.model import ensure_model
 from localmodel.pins import MODEL
 from localmodel.server import LocalServer, ServerOptions, free_port, token_totals
+from localneon.pg import stop_embedded
 
 CACHE = REPO_ROOT / ".localmodel"
 TEMPLATE = Path(__file__).with_name("templates") / "smollm2-tools.jinja"
@@ -166,6 +167,9 @@ def main(argv: Sequence[str] = ()) -> int:
     except KeyboardInterrupt:
         print("smoke: interrupted; llama-server stopped", file=sys.stderr)
         return 130
+    # `python -m evals` keeps its embedded PostgreSQL for the next run; `make eval` stops it after, as here.
+    if os.environ.get("LOCALNEON_KEEP") != "1" and "DATABASE_URL" not in os.environ:
+        stop_embedded()
     left = leftover_processes(REPO_ROOT)
     problems += [f"left running: {line}" for line in left]
     total = time.monotonic() - started
