@@ -27,7 +27,7 @@ def test_the_server_listens_on_loopback_with_one_slot_and_its_counters() -> None
     assert flag(args, "--port") == "4321"
     assert flag(args, "--ctx-size") == "8192"
     assert flag(args, "--parallel") == "1"
-    assert flag(args, "--threads") == "2"
+    assert flag(args, "--threads") == "2"  # as asked
     assert flag(args, "--alias") == "x"
     assert {"--jinja", "--metrics", "--no-webui"} <= set(args)
     assert "--chat-template-file" not in args
