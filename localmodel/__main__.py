@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localmodel", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     smoke = sub.add_parser("smoke")
-    smoke.add_argument("protocols", nargs="*", choices=["openai", "anthropic"])
+    smoke.add_argument("protocols", nargs="*", help="openai and/or anthropic (default: both)")
     serving = sub.add_parser("serve")
     serving.add_argument("--port", type=int)
     serving.add_argument("--ctx-size", type=int, default=MODEL.context_window)
@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     recording.add_argument("--tools", type=Path, required=True, help="a `python -m localneon.snapshot` file")
     sub.add_parser("build")
     args = parser.parse_args(argv)
+    unknown = sorted(set(getattr(args, "protocols", None) or []) - {"openai", "anthropic"})
+    if unknown:
+        parser.error(f"smoke: unknown protocol {', '.join(unknown)} (choose openai, anthropic)")
     try:
         if args.command == "smoke":
             return smoke_main(args.protocols)

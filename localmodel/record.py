@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from harness.cases import REPO_ROOT
 from localmodel.pins import MODEL, RUNTIME
 from localmodel.server import LocalServer, ServerOptions, free_port, get_text
 
@@ -91,7 +92,8 @@ def record_all(options: ServerOptions, small: ServerOptions, tools: list[dict[st
     written: list[Path] = []
 
     def save(name: str, record: dict[str, Any], server: ServerOptions) -> None:
-        record = {"made_by": {**made_by, "command": " ".join(server.arguments())}, **record}
+        command = " ".join(server.arguments()).replace(f"{REPO_ROOT}/", "")  # no checkout path in the data
+        record = {"made_by": {**made_by, "command": command}, **record}
         path = out / f"{name}.json"
         path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)
@@ -108,6 +110,15 @@ def record_all(options: ServerOptions, small: ServerOptions, tools: list[dict[st
             exchange(base, "POST", "/v1/chat/completions", chat(None, TEXT_CALL_PROMPT, max_tokens=128)),
             options,
         )
+        # SmolLM2-135M never opens a <tool_call> by itself; continuing an assistant message that does
+        # (llama-server continues a final assistant message) gives a tool call the server parsed.
+        opened = chat(few, max_tokens=40, temperature=0)
+        prefix = '<tool_call>\n{"name": "get_database_tables", "arguments": {"projectId": "'
+        opened["messages"].append({"role": "assistant", "content": prefix})
+        save("openai_tool_call_parsed", exchange(base, "POST", "/v1/chat/completions", opened), options)
+        opened_anthropic = messages(few, max_tokens=40, temperature=0)
+        opened_anthropic["messages"].append(opened["messages"][-1])
+        save("anthropic_tool_use_parsed", exchange(base, "POST", "/v1/messages", opened_anthropic), options)
         save("openai_length", exchange(base, "POST", "/v1/chat/completions", chat(few, max_tokens=3)), options)
         cached = chat(few, max_tokens=16)
         exchange(base, "POST", "/v1/chat/completions", cached)  # warms the slot's cache with this prefix
