@@ -110,15 +110,22 @@ def record_all(options: ServerOptions, small: ServerOptions, tools: list[dict[st
             exchange(base, "POST", "/v1/chat/completions", chat(None, TEXT_CALL_PROMPT, max_tokens=128)),
             options,
         )
-        # SmolLM2-135M never opens a <tool_call> by itself; continuing an assistant message that does
-        # (llama-server continues a final assistant message) gives a tool call the server parsed.
-        opened = chat(few, max_tokens=40, temperature=0)
-        prefix = '<tool_call>\n{"name": "get_database_tables", "arguments": {"projectId": "'
-        opened["messages"].append({"role": "assistant", "content": prefix})
-        save("openai_tool_call_parsed", exchange(base, "POST", "/v1/chat/completions", opened), options)
-        opened_anthropic = messages(few, max_tokens=40, temperature=0)
-        opened_anthropic["messages"].append(opened["messages"][-1])
-        save("anthropic_tool_use_parsed", exchange(base, "POST", "/v1/messages", opened_anthropic), options)
+        # SmolLM2-135M never opens a <tool_call> by itself; llama-server continues a final assistant
+        # message, so one that opens a call gets the model's completion parsed (or refused) as one.
+        opening = '<tool_call>\n{"name": "get_database_tables", "arguments": {"projectId": "'
+        two = [t for t in few if t["name"] in ("run_sql", "get_database_tables")]
+        question = "Which tables exist in project proj-123?"
+        for name, tools_shown, asked, prefix in (
+            ("tool_call_parsed", two, question, opening + 'proj-123"}}\n</tool_call>'),
+            ("tool_call_completed", two, question, opening),  # the model writes the argument and closes the call
+            ("tool_call_malformed", few, ASK, opening),  # the model's continuation is no valid call: HTTP 500
+        ):
+            opened = chat(tools_shown, asked, max_tokens=40, temperature=0)
+            opened["messages"].append({"role": "assistant", "content": prefix})
+            save(f"openai_{name}", exchange(base, "POST", "/v1/chat/completions", opened), options)
+            opened_anthropic = messages(tools_shown, asked, max_tokens=40, temperature=0)
+            opened_anthropic["messages"].append(opened["messages"][-1])
+            save(f"anthropic_{name}", exchange(base, "POST", "/v1/messages", opened_anthropic), options)
         save("openai_length", exchange(base, "POST", "/v1/chat/completions", chat(few, max_tokens=3)), options)
         cached = chat(few, max_tokens=16)
         exchange(base, "POST", "/v1/chat/completions", cached)  # warms the slot's cache with this prefix
