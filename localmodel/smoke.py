@@ -10,6 +10,7 @@ smoke exits 1 on any problem. The server is stopped on every exit, Ctrl-C and SI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -120,6 +121,27 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # unwinds through `with LocalServer`, which stops the server
 
 
+def run_evals(env: Mapping[str, str]) -> int:
+    """`python -m evals` to its end. On Ctrl-C (which the child got too) or SIGTERM, the child is sent
+    SIGTERM and waited for, so it deletes its sandboxes and stops its server before the smoke stops
+    llama-server; then the interrupt goes on."""
+    child = subprocess.Popen([sys.executable, "-m", "evals"], cwd=REPO_ROOT, env=dict(env))
+    interrupted = False
+    while True:
+        try:
+            code = child.wait()
+            break
+        except KeyboardInterrupt:
+            if not interrupted:
+                print("smoke: interrupted; waiting for the eval run to clean up", file=sys.stderr, flush=True)
+                with contextlib.suppress(ProcessLookupError):
+                    child.send_signal(signal.SIGTERM)
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
+    return code
+
+
 def run_protocol(server: LocalServer, protocol: Protocol, cases: Path, stamp: str, results: Path) -> list[str]:
     """One eval run over `protocol`; prints its table and returns its problems."""
     run_id = f"smoke-{stamp}-{protocol.name}"
@@ -127,7 +149,7 @@ def run_protocol(server: LocalServer, protocol: Protocol, cases: Path, stamp: st
     print(f"smoke: {protocol.model()} via {server.url} (run {run_id})", flush=True)
     before = server.metrics()
     started = time.monotonic()
-    code = subprocess.run([sys.executable, "-m", "evals"], cwd=REPO_ROOT, env=env, check=False).returncode
+    code = run_evals(env)
     seconds = time.monotonic() - started
     counted = token_totals(before, server.metrics())
     records = [r for r in load_records(results / run_id) if r.config.model == protocol.model()]
@@ -170,9 +192,10 @@ def main(argv: Sequence[str] = ()) -> int:
     except KeyboardInterrupt:
         print("smoke: interrupted; llama-server stopped", file=sys.stderr)
         return 130
-    # `python -m evals` keeps its embedded PostgreSQL for the next run; `make eval` stops it after, as here.
-    if os.environ.get("LOCALNEON_KEEP") != "1" and "DATABASE_URL" not in os.environ:
-        stop_embedded()
+    finally:
+        # `python -m evals` keeps its embedded PostgreSQL for the next run; `make eval` stops it after, as here.
+        if os.environ.get("LOCALNEON_KEEP") != "1" and "DATABASE_URL" not in os.environ:
+            stop_embedded()
     left = leftover_processes(REPO_ROOT)
     problems += [f"left running: {line}" for line in left]
     total = time.monotonic() - started
