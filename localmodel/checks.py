@@ -52,14 +52,21 @@ def _assistant_turns(record: TrialRecord) -> list[dict[str, object]]:
     return [message for message in record.messages if message.get("role") == "assistant"]
 
 
-def _tool_use_ids(record: TrialRecord) -> list[str]:
+def _block_ids(record: TrialRecord, role: str, kind: str, key: str) -> list[str]:
     ids: list[str] = []
-    for message in _assistant_turns(record):
+    for message in record.messages:
         content = message.get("content")
-        if isinstance(content, list):
+        if message.get("role") == role and isinstance(content, list):
             blocks = [block for block in content if isinstance(block, dict)]
-            ids += [str(block.get("id")) for block in blocks if block.get("type") == "tool_use"]
+            ids += [str(block.get(key)) for block in blocks if block.get("type") == kind]
     return ids
+
+
+def unanswered_tool_uses(record: TrialRecord) -> list[str]:
+    """Tool calls the model wrote in a reply that ended the trial (e.g. cut at max_tokens): in the
+    transcript, never run, so not in `tool_calls`. Reported, not a failure: the harness's rule."""
+    answered = set(_block_ids(record, "user", "tool_result", "tool_use_id"))
+    return [i for i in _block_ids(record, "assistant", "tool_use", "id") if i not in answered]
 
 
 def trial_problems(record: TrialRecord, scored: ScoredTrial | None, model: str) -> list[str]:
@@ -81,9 +88,10 @@ def trial_problems(record: TrialRecord, scored: ScoredTrial | None, model: str) 
     if usage.prompt_tokens <= 0 or usage.output_tokens <= 0:
         problems.append(f"{where}: token counts not real (prompt {usage.prompt_tokens}, output {usage.output_tokens})")
     recorded = {call.id for call in record.tool_calls}
-    missing = [call_id for call_id in _tool_use_ids(record) if call_id not in recorded]
+    ran = _block_ids(record, "user", "tool_result", "tool_use_id")  # answered, so run by the harness
+    missing = [call_id for call_id in ran if call_id not in recorded]
     if missing:
-        problems.append(f"{where}: tool calls in the transcript but not in the record: {', '.join(missing)}")
+        problems.append(f"{where}: tool calls answered in the transcript but not in the record: {', '.join(missing)}")
     if "model" not in record.timings:
         problems.append(f"{where}: no model time recorded")
     for label, snapshot in (("before", record.before), ("after", record.after)):

@@ -15,7 +15,7 @@ import pytest
 from analysis.rescore import score_run
 from harness.cases import load_file
 from harness.records import Snapshot, TrialRecord
-from localmodel.checks import load_records, render, run_problems, trial_lines
+from localmodel.checks import load_records, render, run_problems, trial_lines, unanswered_tool_uses
 from localmodel.smoke import SMOKE_CASES, write_cases
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "llama" / "smoke-run"
@@ -83,8 +83,13 @@ def test_a_tool_call_missing_from_the_record_fails(cases: dict[str, Any]) -> Non
     records = recorded()
     turn = next(m for m in records[0].messages if m.get("role") == "assistant")
     turn["content"] = [*turn["content"], {"type": "tool_use", "id": "call_1", "name": "run_sql", "input": {}}]
+    assert unanswered_tool_uses(records[0]) == ["call_1"]
+    assert problems_of(records, cases) == []  # written in the last reply, never run: a note, not a failure
+    answer = {"type": "tool_result", "tool_use_id": "call_1", "content": [{"type": "text", "text": "1"}]}
+    records[0].messages.insert(records[0].messages.index(turn) + 1, {"role": "user", "content": [answer]})
+    assert unanswered_tool_uses(records[0]) == []
     problems = problems_of(records, cases)
-    assert any("not in the record: call_1" in p for p in problems)
+    assert any("answered in the transcript but not in the record: call_1" in p for p in problems)
 
 
 def test_an_unusable_snapshot_makes_the_scores_na_and_fails(cases: dict[str, Any]) -> None:
@@ -101,3 +106,11 @@ def test_a_missing_trial_or_another_model_fails(cases: dict[str, Any]) -> None:
     problems = problems_of(records[1:], cases)
     assert any("expected one trial of each" in p for p in problems)
     assert any("ran openai:gpt-4.1-mini" in p for p in problems)
+
+
+def test_tool_calls_in_a_reply_cut_at_max_tokens_are_found() -> None:
+    """A real reply (Anthropic route) cut at max_tokens after eight prepare_database_migration calls."""
+    line = (RUN.parent / "cut-reply-with-tool-calls.jsonl").read_text(encoding="utf-8")
+    record = TrialRecord.model_validate_json(line)
+    assert record.outcome == "max_tokens" and record.tool_calls == []
+    assert len(unanswered_tool_uses(record)) == 8
