@@ -23,7 +23,7 @@ THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$statu
 # one file stay on one worker (their module fixtures run once); a shared DATABASE_URL cluster runs serially.
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,2)
 
-.PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab
+.PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab smoke
 
 # What the project installs into the venv (`make PIP_INSTALL_ARGS=-e . ...` to leave out the dev tools).
 PIP_INSTALL_ARGS ?= -e '.[dev]'
@@ -50,6 +50,9 @@ browser:  ## Install headless Chromium for the page tests (Debian's package; nee
 eval: $(STAMP)  ## Run every eval in evals/ through the real `braintrust eval` CLI.
 	@$(call THEN_STOP,$(PY) -m evals,$(STOP_PG))
 
+smoke: $(STAMP)  ## A real open-weights model through both protocols (llama-server built into .localmodel/; docs/local-models.md).
+	@$(call THEN_STOP,$(PY) -m localmodel smoke,$(STOP_PG))
+
 calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in datasets/judge/ (needs a judge).
 	$(PY) -m evals.calibrate
 
@@ -59,7 +62,7 @@ test: $(STAMP) browser  ## Run the test suite (embedded PostgreSQL, local Neon s
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy harness scorers localneon evals analysis tests
+	$(VENV)/bin/mypy harness scorers localneon evals analysis localmodel tests
 
 ab: $(STAMP)  ## Paired, adaptive A/B: make ab A=<variant file|@prompt|provider:model> B=<...> [MAX=20]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make ab A=<variant> B=<variant> [MAX=20]" >&2; exit 2; }

@@ -71,7 +71,8 @@ def usage_totals(results: list[Any]) -> dict[str, Any]:
     """The experiment's prompt-cache hit ratio and the judge's own tokens and cost."""
     trials = [_trial_fields(item.metadata or {}) for item in results]
     usages = [Usage.model_validate(trial.get("usage") or {}) for trial in trials]
-    return {"cache_hit_ratio": cache_hit_ratio(usages), **judge_totals(trials)}
+    queued = round(sum(float(trial.get("queue_s") or 0.0) for trial in trials), 2)
+    return {"cache_hit_ratio": cache_hit_ratio(usages), "queue_s": queued, **judge_totals(trials)}
 
 
 _RUN_TRIALS: list[dict[str, Any]] = []  # every experiment's trials, for the run's cache line

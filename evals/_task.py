@@ -15,6 +15,7 @@ from evals._shard import Shard, provider_slot
 from evals._uploads import trial_metadata
 from harness.cases import Case
 from harness.config import Settings
+from harness.models.providers.registry import provider_spec
 from harness.recording import trial_registry
 from harness.recording.records import TrialRecord
 from harness.run.shared import run_trial
@@ -47,18 +48,28 @@ def rows(cases: list[Case]) -> list[EvalCase[str, str]]:
     return plan_rows([(case, 0) for case in cases])
 
 
+def base_url_of(settings: Settings) -> str | None:
+    """The endpoint the model is reached at (its provider's `*_BASE_URL`), or None for the default."""
+    spec = provider_spec(settings.provider)
+    values = settings.provider_values()
+    names = [var.name for var in spec.env if var.name.endswith("_BASE_URL")] if spec else []
+    return next((values[name] for name in names if values.get(name)), None)
+
+
 def make_task(settings: Settings, on_record: Any = None, budget: dict[str, int] | None = None) -> Any:
     """The Braintrust task: one trial of one case (the runner also keeps it in the results store).
 
     Rows carry their trial index; `on_record(case, trial_index, record or None)` hears of every
-    finished trial (evals/_adaptive.py)."""
+    finished trial (evals/_adaptive.py). The trial starts once it holds a model slot: the wait is
+    kept on the record as `queue_s`, outside the trial's own clock and EVAL_TRIAL_TIMEOUT."""
+    base_url = base_url_of(settings)
 
     async def task(input: str, hooks: Any) -> str:
         case = _CASES[hooks.metadata["case_id"]]
         trial_index = int(hooks.metadata.get("trial_index", hooks.trial_index))
         try:
-            async with provider_slot(settings.model, budget or {}):
-                record: TrialRecord = await run_trial(case, trial_index, settings)
+            async with provider_slot(settings.model, budget or {}, base_url) as slot:
+                record: TrialRecord = await run_trial(case, trial_index, settings, queue_s=slot.waited_s)
         except BaseException:
             if on_record is not None:
                 on_record(case, trial_index, None)

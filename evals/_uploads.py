@@ -48,6 +48,8 @@ def trial_metadata(record: TrialRecord) -> dict[str, Any]:
         "turns": record.turns,
         "cost_usd": record.cost_usd,
         "duration_s": record.duration_s,
+        "queue_s": record.queue_s,  # waiting for a model slot: not the model's time
+        "answered_by": record.answered_by,  # the model the responses named (a local server answers to any name)
         "started_at": record.started_at,  # with case id and index, keys the judge's spend (scorers.judge)
         "usage": record.usage.model_dump(mode="json"),  # a few counts: the cache hit ratio per experiment
         "tool_view_hash": record.config.tool_view_hash,  # trials with one hash share their cacheable prefix

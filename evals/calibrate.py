@@ -3,8 +3,11 @@
 Reads `.env`, switches the calibration Eval on, runs `braintrust eval` over
 `evals/eval_judge_calibration.py` (adding `--no-send-logs` without `BRAINTRUST_API_KEY`, as
 `make eval` does), then `python -m analysis.calibrate` on the run with the suite's bar
-(`--min-kappa 0.8`). Exits non-zero when no judge is configured, the eval fails, or a judge is
-not trusted. Extra arguments go to `braintrust eval`.
+(`--min-kappa 0.8`). Each judge model first meets the preflight the evals use (one tiny forced
+classification, and a check that forced tool choice is honoured): a route that cannot judge is
+NOT TRUSTED at once, exit 2, instead of 80 judge errors later. Exits non-zero when no judge is
+configured, a judge is refused, the eval fails, or a judge is not trusted. Extra arguments go to
+`braintrust eval`.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from dotenv import load_dotenv
 
 from analysis import calibrate
 from evals.__main__ import REPO_ROOT, build_command
-from evals._calibration import SWITCH
+from evals._calibration import SWITCH, judge_models
 from harness.config import new_run_id
-from scorers.judge import NO_JUDGE_REASON, judge_settings
+from scorers.judge import NO_JUDGE_REASON, JudgePreflightError, judge_settings, preflight
 
 EVAL_FILE = REPO_ROOT / "evals" / "eval_judge_calibration.py"
 
@@ -31,6 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     if judge is None:
         print(f"calibrate: {NO_JUDGE_REASON}", file=sys.stderr)
         return 2
+    for model in judge_models(judge):
+        # Calibration judges no model under test, so a judge sharing an endpoint with EVAL_MODEL is fine here.
+        try:
+            preflight({**os.environ, "EVAL_JUDGE_MODEL": model, "EVAL_JUDGE_SHARED_ENDPOINT": "1"})
+        except JudgePreflightError as error:
+            print(f"calibrate: {error}", file=sys.stderr)
+            print(f"calibrate: judge {model}: verdict: NOT TRUSTED (refused at the preflight, nothing judged)")
+            return 2
     os.environ[SWITCH] = "1"
     os.environ.setdefault("EVAL_RUN_ID", new_run_id())
     run_dir = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / os.environ["EVAL_RUN_ID"]

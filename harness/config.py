@@ -252,6 +252,9 @@ def check_model(
         raise ConfigError(f"EVAL_MODEL: {problem}")
     for var in spec.missing(values):
         raise ConfigError(f"EVAL_MODEL={model} needs {var.name}{var.hint}, which is not set")
+    for var in spec.env:
+        if problem := var.problem(values.get(var.name)):
+            raise ConfigError(problem)
     rules = rules_for(model)
     if rules is None:
         return

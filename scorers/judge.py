@@ -12,14 +12,25 @@ The model is EVAL_JUDGE_MODEL, else the route's default. autoevals' LLMClassifie
 Sonnet/Opus 5.5 refuse forced tool use, so the Claude routes default to Claude Haiku 4.5, which
 takes both; the OpenAI route never defaults to a Claude id. `preflight()` asks the configured
 route one tiny classification before the first trial, so a refusing route stops the run instead
-of scoring every trial n/a. Keys are never logged: `describe()` leaves them out.
+of scoring every trial n/a. It also forces a call the model would not make unforced (the prompt asks
+for another tool): a route that ignores forced tool choice (llama-server takes `tool_choice` only as
+a string and turns autoevals' object into `auto`) answers with the other tool or with text, and is
+refused, as one lucky classification would hide it.
+
+The judge never quietly becomes the model under test: when its endpoint is the one the model under
+test is reached at (a local server answers to any model name), the run stops at start unless
+EVAL_JUDGE_SHARED_ENDPOINT=1 says to judge with it anyway (then a line says so). The metadata names
+the model the responses named (`judge_answered_by`), and the judge's cost is priced only when that
+is the model asked for (never a guess). Keys are never logged: `describe()` leaves them out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -30,7 +41,8 @@ import openai
 from autoevals import LLMClassifier
 from autoevals.oai import GATEWAY_URL
 
-from harness.models.rules import ModelRules, anthropic_rules, cost_usd, openai_rules
+from harness.models.endpoint import endpoint_key
+from harness.models.rules import ModelRules, anthropic_rules, openai_rules, trial_cost_usd
 from harness.recording.records import TrialRecord, Usage
 
 DEFAULT_JUDGE_MODELS = {"braintrust": "claude-haiku-4-5", "anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-mini"}
@@ -44,8 +56,15 @@ Provider = Literal["braintrust", "anthropic", "openai"]
 _PROVIDERS: tuple[Provider, ...] = ("braintrust", "anthropic", "openai")
 
 
-class JudgePreflightError(RuntimeError):
-    """The configured judge route refused a tiny classification: nothing could be judged."""
+SHARED_ENDPOINT_VARIABLE = "EVAL_JUDGE_SHARED_ENDPOINT"
+FORCED_TOOL = "select_choice"
+UNFORCED_TOOL = "skip_classification"
+
+
+class JudgePreflightError(RuntimeError, ValueError):
+    """The configured judge route cannot judge: the run stops at start (exit 2, one line).
+
+    A ValueError too, so the start-up guard (evals/_guard.py) stops the run cleanly with it."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +134,7 @@ class JudgeMeter:
 
     settings: JudgeSettings
     usage: Usage = field(default_factory=Usage)
+    answered_by: list[str] = field(default_factory=list)  # the model names the responses gave
 
     async def observe(self, response: httpx2.Response) -> None:
         """httpx response hook: add the `usage` of a chat completion answer."""
@@ -122,9 +142,15 @@ class JudgeMeter:
             return
         await response.aread()
         try:
-            reported = response.json().get("usage") or {}
+            body = response.json()
         except ValueError:
             return
+        if not isinstance(body, dict):
+            return
+        reported = body.get("usage") or {}
+        answered = body.get("model")
+        if isinstance(answered, str) and answered and answered not in self.answered_by:
+            self.answered_by.append(answered)
         details = reported.get("prompt_tokens_details") or {}
         cached = int(details.get("cached_tokens") or 0)
         self.usage.add(
@@ -142,7 +168,8 @@ class JudgeMeter:
             "judge_input_tokens": self.usage.prompt_tokens,
             "judge_output_tokens": self.usage.output_tokens,
             "judge_calls": self.usage.model_calls,
-            "judge_cost_usd": cost_usd(self.settings.rules, self.usage),
+            "judge_answered_by": list(self.answered_by),
+            "judge_cost_usd": trial_cost_usd(self.settings.model, self.settings.rules, self.usage, self.answered_by),
         }
 
 
@@ -192,6 +219,91 @@ async def _classify_once(settings: JudgeSettings) -> None:
         await classifier.eval_async(output="2", expected="2")
 
 
+def _forced_request(settings: JudgeSettings) -> dict[str, Any]:
+    """A request whose prompt asks for one tool while `tool_choice` forces the other."""
+    return {
+        "model": settings.model,
+        "messages": [
+            {
+                "role": "user",
+                "content": f"Do not classify anything. Call the tool {UNFORCED_TOOL} now, with no arguments.",
+            }
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": FORCED_TOOL,
+                    "description": "Record the classification.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"choice": {"type": "string", "enum": ["A", "B"]}},
+                        "required": ["choice"],
+                    },
+                },
+            },
+            {
+                "type": "function",
+                "function": {
+                    "name": UNFORCED_TOOL,
+                    "description": "Skip the classification.",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            },
+        ],
+        "tool_choice": {"type": "function", "function": {"name": FORCED_TOOL}},
+        "temperature": 0,
+        "max_tokens": 128,
+    }
+
+
+def forced_choice_problem(message: Any) -> str | None:
+    """What a reply to `_forced_request` shows the route did with the forced choice, or None when it obeyed."""
+    calls = list(getattr(message, "tool_calls", None) or [])
+    names = [str(call.function.name) for call in calls]
+    if names == [FORCED_TOOL]:
+        return None
+    if not names:
+        text = str(getattr(message, "content", "") or "")[:120]
+        got = f"no tool call (text {json.dumps(text)})"
+    else:
+        got = f"call(s) to {', '.join(names)}"
+    return (
+        f"it ignores a forced tool_choice: forced {FORCED_TOOL}, the prompt asked for {UNFORCED_TOOL}, and it answered "
+        f"with {got}; autoevals' classifier needs forced tool choice (llama-server, for one, takes tool_choice only as "
+        "a string and turns a forced function into auto)"
+    )
+
+
+async def forced_choice_check(settings: JudgeSettings) -> str | None:
+    """Ask the route for a call the model would not make unforced; what it did wrong, or None."""
+    client, _ = judge_client(settings, max_retries=2)
+    async with client:
+        response = await client.chat.completions.create(**_forced_request(settings))
+    return forced_choice_problem(response.choices[0].message)
+
+
+def _model_endpoints(env: Mapping[str, str]) -> dict[str, str]:
+    """`host:port` -> model under test, for every model EVAL_MODEL names that is reached at a set base URL."""
+    found: dict[str, str] = {}
+    for model in filter(None, (part.strip() for part in env.get("EVAL_MODEL", "").split(","))):
+        prefix = model.partition(":")[0]
+        key = endpoint_key(env.get(f"{prefix.upper()}_BASE_URL", "").strip())
+        if key is not None:
+            found.setdefault(key, model)
+    return found
+
+
+def shared_endpoint(settings: JudgeSettings, env: Mapping[str, str]) -> str | None:
+    """The model under test the judge would share its endpoint with, or None."""
+    key = endpoint_key(settings.base_url)
+    return _model_endpoints(env).get(key) if key is not None else None
+
+
+def _allowed(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "allow")
+
+
 def _hint(settings: JudgeSettings) -> str:
     """What the model rules know about why this judge model cannot take autoevals' request."""
     rules = settings.rules
@@ -215,17 +327,33 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
     refuses it (a model that refuses forced tools or temperature 0, a gateway with no Anthropic key,
     a wrong URL), so the run stops before the first trial. No judge configured: nothing to check.
     """
-    settings = judge_settings(env)
+    source = os.environ if env is None else env
+    settings = judge_settings(source)
     if settings is None:
-        return
-    key = (settings.provider, settings.base_url, settings.model)
-    if key in _PASSED:
         return
     where = settings.describe()
     route = f"judge route {settings.provider} ({where['judge_base_url']}) with model {settings.model}"
+    shared = shared_endpoint(settings, source)
+    if shared is not None:
+        if not _allowed(source.get(SHARED_ENDPOINT_VARIABLE, "")):
+            raise JudgePreflightError(
+                f"{route} is the endpoint of the model under test {shared}: a server that answers to any model "
+                f"name would judge its own answers; point the judge elsewhere (EVAL_JUDGE_PROVIDER, "
+                f"EVAL_JUDGE_MODEL) or set {SHARED_ENDPOINT_VARIABLE}=1 to judge with it anyway"
+            )
+        print(
+            f"judge: WARNING: {route} shares its endpoint with the model under test {shared} "
+            f"({SHARED_ENDPOINT_VARIABLE}=1)",
+            file=sys.stderr,
+            flush=True,
+        )
+    key = (settings.provider, settings.base_url, settings.model)
+    if key in _PASSED:
+        return
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # safe inside a running event loop
         try:
             pool.submit(asyncio.run, _classify_once(settings)).result()
+            ignored = pool.submit(asyncio.run, forced_choice_check(settings)).result()
         except openai.APIStatusError as error:
             message = _scrub(_server_message(error), settings)
             raise JudgePreflightError(
@@ -234,6 +362,8 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
         except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
             detail = _scrub(str(error), settings)
             raise JudgePreflightError(f"{route} failed the preflight: {type(error).__name__}: {detail}") from None
+    if ignored:
+        raise JudgePreflightError(f"{route} failed the preflight: {_scrub(ignored, settings)}")
     _PASSED.add(key)
 
 

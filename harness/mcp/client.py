@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import shlex
 import ssl
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager

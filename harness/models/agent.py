@@ -7,6 +7,9 @@ message; the loop goes on while the model asks for tools, under a cap on model c
 final answer the case's next follow-up is sent. `stop_reason` is read on every turn: a reply cut at
 max_tokens, a refusal or an overflowing context window ends the trial with that outcome (a cut
 reply is never taken as the answer); `pause_turn` sends the paused turn back so the model goes on.
+A reply that makes no call but is a tool call written as text (`harness.models.textcalls`) ends the
+trial as `tool_call_as_text`, never as the final answer; arguments that are not a JSON object are
+answered with an error result and never forwarded to the server.
 State lives on an `AgentState` the caller owns, so a trial that times out or is cancelled still has
 its partial transcript.
 """
@@ -25,15 +28,27 @@ from mcp.shared.exceptions import MCPError
 
 from harness.mcp.client import MCPConnection
 from harness.mcp.toolview import ToolView
-from harness.models.providers.base import Provider
+from harness.models.providers.base import ModelTurn, Provider
+from harness.models.textcalls import describe as describe_text_calls
+from harness.models.textcalls import text_tool_calls
 from harness.recording.records import Outcome, ToolCall, Usage
 
 RESULT_EXCERPT = 4000
 EMPTY_ANSWER = "(the model returned no content)"
+UNPARSABLE = "_unparsable_arguments"  # the key a provider puts a call's raw, non-JSON-object arguments under
 # stop_reason -> the outcome that ends the trial, and why (a model's doing, not infrastructure).
 STOP_OUTCOMES: dict[str, tuple[Outcome, str]] = {
     "max_tokens": ("max_tokens", "the reply was cut at EVAL_MAX_TOKENS={max_tokens} (stop_reason max_tokens)"),
+    # A reply cut below EVAL_MAX_TOKENS: what cut it was the room left in the model's context window
+    # (or the server's own output limit), not the suite's setting.
+    "max_tokens_below_limit": (
+        "max_tokens",
+        "the reply was cut after {output_tokens} output tokens, below EVAL_MAX_TOKENS={max_tokens}: the model's "
+        "context window (or the server's own output limit) ran out (stop_reason max_tokens)",
+    ),
     "refusal": ("refusal", "the model declined to go on (stop_reason refusal)"),
+    # llama-server answers 500 when the model opened a tool call it cannot parse: the model's doing.
+    "tool_call_unparsed": ("tool_call_as_text", "the model wrote a tool call the server could not parse"),
     "model_context_window_exceeded": (
         "context_window_exceeded",
         "the conversation outgrew the model's context window (stop_reason model_context_window_exceeded)",
@@ -59,6 +74,7 @@ class AgentState:
     error: str | None = None  # why the outcome is not ok, when the loop decided it
     model_seconds: float = 0.0
     tool_seconds: float = 0.0
+    answered_by: list[str] = field(default_factory=list)  # the model names the responses gave
 
 
 @dataclass
@@ -84,12 +100,17 @@ async def execute_tool(
     forwarded: dict[str, Any] | None = None
     with braintrust.start_span(name=name, type=SpanTypeAttribute.TOOL, input=arguments) as span:
         try:
-            result = await view.call(connection, name, arguments, loop.tool_timeout)
-            text, is_error, forwarded = result.text, result.is_error, (result.forwarded or None)
+            if not isinstance(arguments, dict) or UNPARSABLE in arguments:
+                raw = arguments.get(UNPARSABLE) if isinstance(arguments, dict) else arguments
+                text, is_error = f"Error: the arguments are not a JSON object: {str(raw)[:500]}", True
+            else:
+                result = await view.call(connection, name, arguments, loop.tool_timeout)
+                text, is_error, forwarded = result.text, result.is_error, (result.forwarded or None)
         except MCPError as error:
             text, is_error = f"Error: {error}", True
         except TimeoutError:
-            # A slow tool is part of what the model did (a heavy query), not an infrastructure failure.
+            # A request the server never answered within its own timeout arrives as a ServerFault
+            # (infrastructure, below); a TimeoutError here comes from the view's own wait, the tool's result.
             text, is_error = f"Error: the tool did not answer within {loop.tool_timeout}s", True
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
@@ -149,6 +170,12 @@ async def run_agent(
         state.model_seconds += time.perf_counter() - started
         state.usage.add(turn.usage)
         state.turns += 1
+        if turn.model and turn.model not in state.answered_by:
+            state.answered_by.append(turn.model)
+        if turn.stop_reason in STOP_OUTCOMES and not turn.content:
+            # Nothing came back (a prompt the server refused as too long): no assistant turn to keep.
+            state.outcome, state.error = stop_outcome(turn, loop)
+            return state
         content = turn.content or [{"type": "text", "text": EMPTY_ANSWER}]
         if paused:  # a resumed turn continues the assistant message it paused in (one turn, as the API sees it)
             state.messages[-1]["content"] = [*state.messages[-1]["content"], *content]
@@ -156,8 +183,7 @@ async def run_agent(
             state.messages.append({"role": "assistant", "content": content})
         paused = turn.stop_reason == "pause_turn" and not turn.tool_uses  # tool results would come between
         if turn.stop_reason in STOP_OUTCOMES:
-            state.outcome, reason = STOP_OUTCOMES[turn.stop_reason]
-            state.error = reason.format(max_tokens=loop.max_tokens)
+            state.outcome, state.error = stop_outcome(turn, loop)
             return state
         tool_uses = turn.tool_uses
         if tool_uses:
@@ -173,9 +199,23 @@ async def run_agent(
             continue
         if turn.stop_reason == "pause_turn":
             continue  # the API resumes a paused turn from the assistant message sent back as it came
+        written = text_tool_calls(turn.text, view.by_name)
+        if written:
+            state.outcome, state.error = "tool_call_as_text", describe_text_calls(written, view.by_name)
+            return state
         state.final_answer = turn.text
         if not pending:
             return state
         follow_up = pending.pop(0)
         state.follow_ups_sent.append(follow_up)
         state.messages.append({"role": "user", "content": follow_up})
+
+
+def stop_outcome(turn: ModelTurn, loop: LoopSettings) -> tuple[Outcome, str]:
+    """The outcome a stop reason ends the trial with, and why (a provider's own reason wins)."""
+    reason_key = turn.stop_reason
+    if reason_key == "max_tokens" and 0 < turn.usage.output_tokens < loop.max_tokens:
+        reason_key = "max_tokens_below_limit"
+    outcome, reason = STOP_OUTCOMES[reason_key]
+    detail = turn.stop_detail or reason.format(max_tokens=loop.max_tokens, output_tokens=turn.usage.output_tokens)
+    return outcome, detail

@@ -142,6 +142,20 @@ def cost_usd(rules: ModelRules | None, usage: Usage) -> float | None:
     return round(total / 1_000_000, 6)
 
 
+def answered_as_asked(model: str, answered_by: list[str]) -> bool:
+    """Whether every response named the model asked for ("provider:name"), or a dated snapshot of it.
+
+    A local server answers to any model name: a price looked up by the name asked for would be a
+    guess about a model that never ran. No names reported: the request's own name stands."""
+    name = model.partition(":")[2] or model
+    return all(seen in (model, name) or seen.startswith(f"{name}-") for seen in answered_by)
+
+
+def trial_cost_usd(model: str, rules: ModelRules | None, usage: Usage, answered_by: list[str]) -> float | None:
+    """The cost of `usage` when the responses came from the model priced, else None (never a guess)."""
+    return cost_usd(rules, usage) if answered_as_asked(model, answered_by) else None
+
+
 def _parse_sdk_date(text: str) -> date | None:
     """'November 30th, 2026' (the SDK's spelling) as a date; None when it cannot be read."""
     try:

@@ -19,8 +19,20 @@ from pydantic import BaseModel, Field
 # - max_tokens: its reply was cut at EVAL_MAX_TOKENS (stop_reason max_tokens): not a final answer;
 # - refusal: it declined (stop_reason refusal);
 # - context_window_exceeded: the conversation outgrew the model's context window
-#   (stop_reason model_context_window_exceeded).
-Outcome = Literal["ok", "turn_cap", "timeout", "max_tokens", "refusal", "context_window_exceeded", "infra_error"]
+#   (stop_reason model_context_window_exceeded, or the server's 400 saying the prompt exceeds it);
+# - tool_call_as_text: its last reply was a tool call written as text (a ```json {"name", "arguments"}
+#   block, `<tool_call>` markers) that the server did not parse into a call, or one the server failed to
+#   parse (llama-server's 500 "does not match the expected ... format"): neither a call nor an answer.
+Outcome = Literal[
+    "ok",
+    "turn_cap",
+    "timeout",
+    "max_tokens",
+    "refusal",
+    "context_window_exceeded",
+    "tool_call_as_text",
+    "infra_error",
+]
 
 DUMP_COMPLETE_MARKER = "PostgreSQL database dump complete"
 
@@ -103,6 +115,7 @@ class TrialConfig(BaseModel):
     max_turns: int = 0
     max_tokens: int = 0
     system_prompt: str | None = None
+    context_window: int | None = None  # the model's context in tokens: rules, EVAL_CONTEXT_WINDOW or the server
 
 
 class TrialRecord(BaseModel):
@@ -134,6 +147,10 @@ class TrialRecord(BaseModel):
     error: str | None = None  # reason for a non-ok outcome
     cleanup_error: str | None = None  # cleanup trouble, recorded but never fatal
     started_at: str = ""  # ISO 8601, UTC
+    # Seconds spent waiting for a model slot (EVAL_PROVIDER_CONCURRENCY) before the trial started: not in
+    # duration_s, not under EVAL_TRIAL_TIMEOUT, as waiting in a queue is not the model's doing.
+    queue_s: float = 0.0
+    answered_by: list[str] = Field(default_factory=list)  # the model names the responses gave, in first-seen order
     duration_s: float = 0.0
     timings: dict[str, float] = Field(default_factory=dict)  # seconds per phase: sandbox, model, tools, capture
 

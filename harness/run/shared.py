@@ -68,7 +68,9 @@ async def shared_runner(settings: Settings | None = None) -> TrialRunner:
     return runner
 
 
-async def run_trial(case: Case, trial_index: int = 0, settings: Settings | None = None) -> TrialRecord:
+async def run_trial(
+    case: Case, trial_index: int = 0, settings: Settings | None = None, queue_s: float = 0.0
+) -> TrialRecord:
     """Run one trial on the shared runner: what a Braintrust task calls.
 
     A configuration error raises (the run cannot mean anything); a runner that cannot start (the
@@ -88,11 +90,12 @@ async def run_trial(case: Case, trial_index: int = 0, settings: Settings | None 
             outcome="infra_error",
             error=chosen.scrub(f"runner did not start: {describe_error(error)}"),
             started_at=datetime.now(UTC).isoformat(),
+            queue_s=round(queue_s, 4),
         )
         with contextlib.suppress(OSError):  # the evidence of a failed run is kept like any other trial
             ResultsStore(chosen.results_dir, chosen.run_id).append(record)
         return record
-    return await runner.run(case, trial_index)
+    return await runner.run(case, trial_index, queue_s)
 
 
 async def close_shared_runners() -> None:

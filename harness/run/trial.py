@@ -20,10 +20,11 @@ from harness.mcp.client import TRIAL_HEADER, MCPConnection, ServerTool, connect,
 from harness.mcp.server_process import LocalServer, ServerEndpoints
 from harness.mcp.toolview import ToolView, load_overrides, trial_seed
 from harness.models.agent import AgentState, LoopSettings, run_agent
+from harness.models.endpoint import ServerLimits, provider_limits, unlisted_model_notice
 from harness.models.factory import make_provider
 from harness.models.providers import Provider, TrialContext
 from harness.models.providers.registry import rules_for
-from harness.models.rules import cost_usd
+from harness.models.rules import trial_cost_usd
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore, StoreWriteError, record_lost
 from harness.run.liveness import register_run
@@ -54,6 +55,7 @@ class TrialRunner:
         self.overrides = load_overrides(self.settings.tool_descriptions) if self.settings.tool_descriptions else None
         self._restart_lock: asyncio.Lock | None = None
         self._endpoints: ServerEndpoints | None = None
+        self.limits = ServerLimits()
         self.started = False
 
     @property
@@ -76,6 +78,11 @@ class TrialRunner:
         register_run(self.settings.run_id)  # so the janitor can tell a killed run's sandboxes from a live run's
         self.backend = await self._build_backend()
         self.provider = make_provider(self.settings)
+        self.limits = await provider_limits(self.provider)  # a local model's context window, from its server
+        if (
+            notice := unlisted_model_notice(self.settings.model, rules_for(self.settings.model), self.limits)
+        ) is not None:
+            print(f"harness: {notice}", file=sys.stderr, flush=True)
         if self.write_results:
             self.store.write_run(self.settings)
         self.started = True
@@ -161,16 +168,20 @@ class TrialRunner:
             max_turns=settings.max_turns,
             max_tokens=settings.max_tokens,
             system_prompt=settings.system_prompt,
+            context_window=self.limits.context_window,
         )
 
-    async def run(self, case: Case, trial_index: int = 0) -> TrialRecord:
-        """Run one trial; infrastructure errors end up on the record, never raised."""
+    async def run(self, case: Case, trial_index: int = 0, queue_s: float = 0.0) -> TrialRecord:
+        """Run one trial; infrastructure errors end up on the record, never raised.
+
+        `queue_s` is how long the trial waited for a model slot before this call (kept on the record)."""
         record = TrialRecord(
             case_id=case.id,
             trial_index=trial_index,
             case_hash=case.content_hash(),
             config=self._config(),
             started_at=datetime.now(UTC).isoformat(),
+            queue_s=round(queue_s, 4),
         )
         state = AgentState()
         started = time.perf_counter()
@@ -197,10 +208,13 @@ class TrialRunner:
             record.follow_ups = state.follow_ups_sent
             record.usage = state.usage
             record.turns = state.turns
+            record.answered_by = state.answered_by
             record.timings["model"] = round(state.model_seconds, 4)
             record.timings["tools"] = round(state.tool_seconds, 4)
             record.duration_s = round(time.perf_counter() - started, 4)
-            record.cost_usd = cost_usd(rules_for(self.settings.model), state.usage)
+            record.cost_usd = trial_cost_usd(
+                self.settings.model, rules_for(self.settings.model), state.usage, state.answered_by
+            )
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             # The trial was cancelled but a library on the way swallowed the CancelledError (its
@@ -238,7 +252,13 @@ class TrialRunner:
                         timings["expected"] = _lap(clock)
                     record.input = case.render(case.input, info.project_id)
                     follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
-                    await self._converse(case, trial_index, record, state, info, follow_ups)
+                    failure: Exception | None = None
+                    try:
+                        await self._converse(case, trial_index, record, state, info, follow_ups)
+                    except Exception as error:
+                        if not state.turns:
+                            raise  # the model was never reached: main cannot have changed through it
+                        failure = error  # main is captured below all the same: the model may have changed it
                     clock = time.perf_counter()
                     harness_branches = {start_copy.branch_id} if start_copy else set()
                     record.branches_left = await backend.sandbox.branches_left(info, harness_branches)
@@ -261,6 +281,8 @@ class TrialRunner:
                         # Without its snapshots the trial proves nothing about main: never a pass.
                         record.outcome = "infra_error"
                         record.error = "snapshot failed: " + "; ".join(failed)
+                    if failure is not None:
+                        raise failure
                 finally:
                     if start_copy is not None:
                         problem = await delete_copy(backend.api, start_copy)
@@ -320,9 +342,16 @@ class TrialRunner:
             if waiting:  # the server never answered: its failure, whatever the model was doing
                 state.outcome = "infra_error"
                 state.error = f"the server did not answer {waiting} within EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
-            else:
+            elif state.usage.model_calls:
                 state.outcome = "timeout"
                 state.error = f"trial exceeded EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
+            else:  # the model never answered once: a busy or stalled endpoint, not the model's doing
+                state.outcome = "infra_error"
+                state.error = (
+                    f"the model endpoint did not answer a single request within EVAL_TRIAL_TIMEOUT="
+                    f"{settings.trial_timeout}s (its slots busy with other requests, or too slow for the "
+                    "prompt: see EVAL_PROVIDER_CONCURRENCY)"
+                )
         timings["agent"] = _lap(clock)
         record.outcome = state.outcome
         if state.error:

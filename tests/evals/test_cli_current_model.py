@@ -111,7 +111,7 @@ def test_a_current_model_run_is_clean_and_stop_reasons_are_outcomes(tmp_path: Pa
     assert prepare["cases"]["current-add-summary"]["factuality"] == [1.0, 1.0]
     assert prepare["usage"]["cache_hit_ratio"] > 0.3  # tools and system read from the cache after the first call
     assert prepare["usage"]["judge_cost_usd"] > 0 and prepare["usage"]["judge_input_tokens"] > 0
-    assert len(judge.bodies) == 1 + 2  # the preflight, then one verdict per trial
+    assert len(judge.bodies) == 2 + 2  # the preflight (a classification, a forced call), one verdict per trial
     assert judge.bodies[0]["model"] == "gpt-4.1-mini"  # the OpenAI route's default, never a Claude id
 
     [run] = list(results.iterdir())

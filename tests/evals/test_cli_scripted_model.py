@@ -96,8 +96,8 @@ def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> Non
     assert summary["stats"]["scores"]["factuality"]["scored"] == 2
     assert model.errors_served == [529]  # the overloaded answer was retried, not fatal
 
-    assert len(judge.bodies) == 1 + 2  # the preflight, then one verdict per trial
-    prompt = prompt_of(judge.bodies[1])
+    assert len(judge.bodies) == 2 + 2  # the preflight (a classification, a forced call), one verdict per trial
+    prompt = prompt_of(judge.bodies[2])
     assert "add a text column summary to the posts table" in prompt  # the question
     assert "Shall I apply it to main?" in prompt  # the expert answer
     assert "Apply it to main?" in prompt  # the submission

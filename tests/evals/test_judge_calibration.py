@@ -22,6 +22,7 @@ from tests.evals.cli import offline_env, run_cli
 from tests.fakes.openai_judge import FakeJudge
 from tests.fakes.scripted_judge import script_chooser
 
+PREFLIGHT_REQUESTS = 2  # the judge preflight's tiny classification and its forced-choice check
 LABELS = "CCCDDDABEE"
 JUDGE_A = "CCEDDAABCE"
 KAPPA = 0.48 / 0.78  # chance agreement 0.22, observed 0.7
@@ -155,10 +156,30 @@ def test_make_calibrate_runs_the_eval_and_judges_the_judge(
         for name in ("BRAINTRUST_API_KEY", "ANTHROPIC_API_KEY"):
             monkeypatch.setenv(name, "")  # set, so a developer's .env cannot fill them in (load_dotenv keeps them)
         code = calibrate_launcher.main(["--no-progress-bars"])
-    assert code == 0 and len(judge.bodies) == 4
+    assert code == 0 and len(judge.bodies) == 4 + PREFLIGHT_REQUESTS  # the preflight's, then one per example
     output = capsys.readouterr().out
     assert "judge judge-b · template factuality@2 · 4 judged, 0 judge error(s)" in output
     assert "verdict: TRUSTED" in output
+
+
+def test_make_calibrate_stops_at_the_preflight_when_the_route_ignores_forced_tool_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """llama-server takes an object tool_choice as `auto`: 80 calibration calls would all fail."""
+    with FakeJudge(ignores_forced_choice=True) as judge:
+        env = _env(tmp_path, judge, "judge-b", _dataset(tmp_path / "four.yaml", count=4))
+        for name in [name for name in os.environ if name.startswith(("EVAL_", "OPENAI_", "ANTHROPIC_", "BRAINTRUST_"))]:
+            monkeypatch.delenv(name)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        for name in ("BRAINTRUST_API_KEY", "ANTHROPIC_API_KEY"):
+            monkeypatch.setenv(name, "")
+        code = calibrate_launcher.main(["--no-progress-bars"])
+    captured = capsys.readouterr()
+    assert code == 2 and len(judge.bodies) <= PREFLIGHT_REQUESTS  # nothing judged
+    assert "judge judge-b: verdict: NOT TRUSTED (refused at the preflight" in captured.out
+    assert "calibrate: " in captured.err and "judge-b" in captured.err
+    assert not (tmp_path / "results" / "calibration-test" / "judge_calibration.jsonl").exists()
 
 
 def test_make_calibrate_without_a_judge_says_so(

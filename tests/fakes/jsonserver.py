@@ -8,6 +8,8 @@ real HTTP servers that speak their wire protocol, so the code under test runs it
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +27,9 @@ class Request:
     body: Any  # parsed JSON, or None when the body is empty or not JSON
     query: dict[str, str] = field(default_factory=dict)  # last value of each parameter
     raw: bytes = b""  # the body as sent
+    # Whether the client has closed its connection (a route holding its answer polls it: a client that
+    # gave up on a request must not leave the server working on it).
+    client_gone: Callable[[], bool] = field(default=lambda: False, repr=False)
 
 
 @dataclass
@@ -61,7 +66,7 @@ class JsonServer:
                 parts = urlsplit(self.path)
                 query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                request = Request(self.command, parts.path, headers, body, query, raw)
+                request = Request(self.command, parts.path, headers, body, query, raw, self._client_gone)
                 with server._lock:
                     server.requests.append(request)
                 route = server.routes.get(f"{self.command} {parts.path}") or server.fallback
@@ -77,6 +82,14 @@ class JsonServer:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the client gave up (a timeout test): nothing left to answer
+
+            def _client_gone(self) -> bool:
+                connection: socket.socket = self.connection
+                try:
+                    readable, _, _ = select.select([connection], [], [], 0)
+                    return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    return True
 
             do_GET = do_POST = do_PUT = do_PATCH = _serve
 

@@ -12,6 +12,10 @@ Pick the choice per request with `chooser=lambda body: "A" if "..." in prompt_of
 Like Anthropic's OpenAI-compatible endpoint, it refuses a forced function call for the Claude
 models that refuse forced tool use (Sonnet 5.5, Opus 5.5) and `temperature` for those that refuse
 sampling parameters (the 5.x generation), with an OpenAI-shaped 400; those are kept in `refused`.
+`ignores_forced_choice=True` serves like llama-server, which reads `tool_choice` only as a string
+and turns autoevals' `{"type": "function", ...}` into `auto` (tools/server/server-common.cpp): the
+reply then calls the tool the prompt names, as a model left to choose does, or the only tool offered.
+`answered_as` names the model in every reply (a local server answers with its own model's name).
 """
 
 from __future__ import annotations
@@ -50,7 +54,11 @@ class FakeJudge:
         chooser: Chooser | None = None,
         status: int = 200,
         delay_s: float = 0.0,
+        ignores_forced_choice: bool = False,
+        answered_as: str | None = None,
     ) -> None:
+        self.ignores_forced_choice = ignores_forced_choice
+        self.answered_as = answered_as
         self.choice = choice
         self.delay_s = delay_s
         self.reasons = reasons
@@ -114,6 +122,15 @@ class FakeJudge:
             return "`temperature` is deprecated for this model."
         return None
 
+    def _chosen_tool(self, body: dict[str, Any]) -> str:
+        """The function the reply calls: the forced one, unless forcing is ignored (then as `auto`)."""
+        forced = body.get("tool_choice")
+        if isinstance(forced, dict) and not self.ignores_forced_choice:
+            return str(forced["function"]["name"])
+        names = [str(tool["function"]["name"]) for tool in body.get("tools", [])]
+        named = [name for name in names if name in prompt_of(body)]
+        return (named or names or ["select_choice"])[0]
+
     def _complete(self, request: Request) -> Response:
         if self.delay_s:
             time.sleep(self.delay_s)
@@ -133,7 +150,7 @@ class FakeJudge:
         tool_call = {
             "id": f"call_{number}",
             "type": "function",
-            "function": {"name": "select_choice", "arguments": arguments},
+            "function": {"name": self._chosen_tool(body), "arguments": arguments},
         }
         message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
         return Response(
@@ -142,7 +159,7 @@ class FakeJudge:
                 "id": f"chatcmpl-fake-{number}",
                 "object": "chat.completion",
                 "created": 1_700_000_000,
-                "model": str(body.get("model", "fake-judge")),
+                "model": self.answered_as or str(body.get("model", "fake-judge")),
                 "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls", "logprobs": None}],
                 "usage": {"prompt_tokens": len(prompt_of(body)) // 4, "completion_tokens": 20, "total_tokens": 0},
             },

@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from mcp.client.stdio import StdioServerParameters
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.mcp.client import ServerFault, client_info, connect, stdio_parameters
+from harness.mcp.client import ServerFault, client_info, connect
 from harness.mcp.server_process import LocalServer
 from harness.run.trial import TrialRunner
 from tests.evals.cli import run_cli
@@ -27,6 +28,12 @@ from tests.harness.conftest import make_case
 FAULT_SERVER = Path(__file__).with_name("mcp_fault_server.py")
 TRIAL_TIMEOUT = 15.0  # room for a Python stdio server to start on a busy machine
 CASE: Case = make_case()
+
+
+def stdio_command(command: str) -> StdioServerParameters:
+    """A command line as stdio server parameters (the fault server needs no environment of ours)."""
+    parts = shlex.split(command)
+    return StdioServerParameters(command=parts[0], args=parts[1:])
 
 
 def fault_command(mode: str, *args: str) -> str:
@@ -118,7 +125,7 @@ async def test_a_wrong_token_names_the_401_and_the_servers_message(sandbox_serve
 
 
 async def test_the_harness_introduces_itself_by_name_and_version() -> None:
-    async with connect(stdio_parameters(fault_command("whoami"))) as connection:
+    async with connect(stdio_command(fault_command("whoami"))) as connection:
         await connection.list_tools()
         result = await connection.call("list_projects", {})
     expected = client_info()
@@ -150,7 +157,7 @@ def test_a_run_whose_server_api_answers_404_to_everything_exits_non_zero_naming_
 
 async def test_a_call_past_its_own_timeout_is_the_servers_fault() -> None:
     """The SDK's per-request timeout (REQUEST_TIMEOUT) used to reach the model as a tool error."""
-    async with connect(stdio_parameters(fault_command("hang-call"))) as connection:
+    async with connect(stdio_command(fault_command("hang-call"))) as connection:
         await connection.list_tools()
         with pytest.raises(ServerFault, match="the server failed tools/call run_sql \\(no answer\\)"):
             await connection.call("run_sql", {"sql": "SELECT 1"}, timeout=1.0)

@@ -247,6 +247,8 @@ async def test_trial_timeout_is_an_outcome(
     local_server: LocalServer, api: NeonAPI, runner_settings: SettingsFactory
 ) -> None:
     def slow(body: dict[str, Any]) -> dict[str, Any]:
+        if len(body["messages"]) == 1:  # the model answers once (a model that never answers is not timed out)
+            return reply(tool_use("describe_project", {}))
         time.sleep(2.0)
         return reply(text("too late"))
 
@@ -256,7 +258,7 @@ async def test_trial_timeout_is_an_outcome(
         async with TrialRunner(settings, local_server=local_server) as runner:
             record = await runner.run(make_case(), 0)
     assert record.outcome == "timeout" and "EVAL_TRIAL_TIMEOUT" in (record.error or "")
-    assert record.after is not None
+    assert record.usage.model_calls == 1 and record.after is not None
     await assert_nothing_left(api, settings.run_id)
 
 

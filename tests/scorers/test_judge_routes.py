@@ -46,7 +46,9 @@ def test_preflight_passes_a_judge_that_takes_forced_tools_and_stops_one_that_ref
         env = {**judge.env(), "OPENAI_API_KEY": "sk-judge-secret-0123"}
         preflight(env)
         preflight(env)  # once per process and route
-        assert len(judge.bodies) == 1 and judge.bodies[0]["temperature"] == 0
+        # The classification, then a forced call the prompt argues against (the route must obey the force).
+        assert len(judge.bodies) == 2 and judge.bodies[0]["temperature"] == 0
+        assert judge.bodies[1]["tool_choice"] == {"type": "function", "function": {"name": "select_choice"}}
         with pytest.raises(JudgePreflightError) as raised:
             preflight({**env, "EVAL_JUDGE_MODEL": "claude-sonnet-5-5"})
     message = str(raised.value)

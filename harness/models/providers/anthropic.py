@@ -5,7 +5,11 @@ for a model that refuses one, no manual thinking budget (5.x models think adapti
 and the tool definitions and system prompt marked for prompt caching, as they are resent on every
 call. Replies go back into the history as they came: a signed `thinking` block must return
 unchanged. The SDK retries 429, 529 and 5xx itself (`max_retries`, honouring retry-after headers);
-`ANTHROPIC_BASE_URL` points it elsewhere (a stand-in server in tests).
+`ANTHROPIC_BASE_URL` points it elsewhere (a stand-in server in tests, or a local open-weights
+model behind llama.cpp's `llama-server`, which speaks the Messages API). A model that is not Claude
+gets none of Claude's own fields: no `cache_control` marks (llama-server drops them; a stricter
+server may not), a plain-string system prompt. A 400 saying the prompt outgrew the context window
+ends the trial as `context_window_exceeded`, as the stop reason `model_context_window_exceeded` does.
 """
 
 from __future__ import annotations
@@ -14,8 +18,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import braintrust
-from anthropic import AsyncAnthropic
+from anthropic import AsyncAnthropic, BadRequestError, InternalServerError
 
+from harness.models.endpoint import (
+    CONTEXT_VARIABLE,
+    ServerLimits,
+    check_context_window,
+    context_window_setting,
+    overflow_detail,
+    read_limits,
+    unparsed_call_detail,
+)
 from harness.models.providers.base import ModelTurn, Provider, TrialContext
 from harness.models.providers.registry import EnvVar, provider
 from harness.models.rules import ModelRules, anthropic_rules
@@ -66,10 +79,15 @@ class AnthropicProvider:
         max_retries: int = 6,
         timeout: float = 300.0,
         rules: ModelRules | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
         self.name = f"anthropic:{model}"
         self.rules = rules or anthropic_rules(model)
+        self.base_url = base_url
+        self.claude = model.startswith("claude-") or self.rules.price is not None
+        self._context_window = context_window or self.rules.context_window
+        self._api_key = api_key
         client = AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
         self._raw = client
         self.client = braintrust.wrap_anthropic(client)
@@ -89,9 +107,9 @@ class AnthropicProvider:
         """The keyword arguments of one `messages.create` call, built from the model's rules."""
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
         if tools:
-            kwargs["tools"] = cached_tools(tools)
+            kwargs["tools"] = cached_tools(tools) if self.claude else tools
         if system:
-            kwargs["system"] = [{"type": "text", "text": system, "cache_control": CACHE}]
+            kwargs["system"] = [{"type": "text", "text": system, "cache_control": CACHE}] if self.claude else system
         if temperature is not None:
             refusal = self.rules.refusal(temperature)
             if refusal:
@@ -114,7 +132,18 @@ class AnthropicProvider:
         kwargs = self.request(
             system=system, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature
         )
-        response = await self.client.messages.create(**kwargs)
+        try:
+            response = await self.client.messages.create(**kwargs)
+        except BadRequestError as error:
+            detail = overflow_detail(error.status_code, error.body, error.message)
+            if detail is None:
+                raise
+            return ModelTurn(content=[], stop_reason="model_context_window_exceeded", stop_detail=detail)
+        except InternalServerError as error:  # after the SDK's retries: the model wrote it the same way each time
+            detail = unparsed_call_detail(error.status_code, error.body, error.message)
+            if detail is None:
+                raise
+            return ModelTurn(content=[], stop_reason="tool_call_unparsed", stop_detail=detail)
         return ModelTurn(
             content=[_block(block) for block in response.content],
             stop_reason=str(response.stop_reason or "end_turn"),
@@ -122,14 +151,27 @@ class AnthropicProvider:
             model=str(response.model),
         )
 
+    async def limits(self) -> ServerLimits:
+        """The context window (rules or EVAL_CONTEXT_WINDOW first, else the server's word) and slots."""
+        if self.base_url is None or self.claude:  # Anthropic's API: the rules table knows its models
+            return ServerLimits(self._context_window)
+        found = await read_limits(self.base_url, self.model, {"x-api-key": self._api_key})
+        return ServerLimits(self._context_window or found.context_window, found.slots)
+
     async def aclose(self) -> None:
         await self._raw.close()
 
 
 @provider(
     "anthropic",
-    env=(EnvVar("ANTHROPIC_API_KEY", secret=True, required=True), EnvVar("ANTHROPIC_BASE_URL")),
+    env=(
+        EnvVar("ANTHROPIC_API_KEY", secret=True, required=True),
+        EnvVar("ANTHROPIC_BASE_URL"),
+        EnvVar(CONTEXT_VARIABLE, check=check_context_window),
+    ),
     rules=anthropic_rules,
 )
 def make_anthropic(name: str, env: Mapping[str, str]) -> Provider:
-    return AnthropicProvider(name, env["ANTHROPIC_API_KEY"], env.get("ANTHROPIC_BASE_URL"))
+    return AnthropicProvider(
+        name, env["ANTHROPIC_API_KEY"], env.get("ANTHROPIC_BASE_URL"), context_window=context_window_setting(env)
+    )

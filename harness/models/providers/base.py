@@ -21,7 +21,8 @@ class ModelTurn:
     content: list[dict[str, Any]]
     stop_reason: str
     usage: Usage = field(default_factory=Usage)
-    model: str = ""
+    model: str = ""  # the model the response says answered (a local server may answer to any name)
+    stop_detail: str | None = None  # why it stopped, when the server said more than a stop reason
 
     @property
     def text(self) -> str:

@@ -3,6 +3,10 @@
 Why translate at the edge: the agent loop keeps one history format. Assistant `tool_use` blocks
 become `tool_calls`; `tool_result` blocks become `tool` messages (errors marked in the text, as
 chat completions has no error flag); the reply's `tool_calls` become `tool_use` blocks again.
+Cached prompt tokens (`usage.prompt_tokens_details.cached_tokens`, which llama-server also fills;
+its `timings.cache_n` when that is missing) are counted as cache reads, not as fresh input. A 400
+saying the prompt outgrew the context window is the model's outcome `context_window_exceeded`,
+as on the Messages API, not an infrastructure error.
 """
 
 from __future__ import annotations
@@ -12,8 +16,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import braintrust
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
+from harness.models.endpoint import (
+    CONTEXT_VARIABLE,
+    ServerLimits,
+    check_context_window,
+    context_window_setting,
+    overflow_detail,
+    read_limits,
+    unparsed_call_detail,
+)
 from harness.models.providers.base import ModelTurn, Provider, TrialContext
 from harness.models.providers.registry import EnvVar, provider
 from harness.models.rules import openai_rules
@@ -88,18 +101,49 @@ def from_openai_message(message: Any, finish_reason: str | None) -> tuple[list[d
         if not isinstance(arguments, dict):
             arguments = {"_unparsable_arguments": call.function.arguments}
         blocks.append({"type": "tool_use", "id": call.id, "name": call.function.name, "input": arguments})
+    if finish_reason == "length":
+        # Cut mid-reply, calls included (llama-server returns the calls it parsed, the last one's arguments cut
+        # mid-string): the trial ends as on the Messages API's max_tokens, no call of a cut reply is run.
+        return blocks, "max_tokens"
     if any(block["type"] == "tool_use" for block in blocks):
         return blocks, "tool_use"
     # Chat completions' finish reasons, as the Messages stop reasons the loop reads.
     return blocks, {"length": "max_tokens", "content_filter": "refusal"}.get(finish_reason or "", "end_turn")
 
 
+def usage_of(usage: Any, extra: Mapping[str, Any] | None = None) -> Usage:
+    """A chat-completions `usage` block: cached prompt tokens are cache reads, the rest fresh input."""
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if cached is None:  # llama-server's own count, beside the OpenAI fields
+        timings = (extra or {}).get("timings")
+        cached = timings.get("cache_n") if isinstance(timings, dict) else None
+    cached = min(max(int(cached or 0), 0), prompt)
+    return Usage(
+        input_tokens=prompt - cached,
+        cache_read_input_tokens=cached,
+        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        model_calls=1,
+    )
+
+
 class OpenAICompatProvider:
     """`openai:<model>` against `OPENAI_BASE_URL` (OpenAI itself when unset)."""
 
-    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 6) -> None:
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        max_retries: int = 6,
+        context_window: int | None = None,
+    ) -> None:
         self.model = model
         self.name = f"openai:{model}"
+        self.base_url = base_url
+        self._context_window = context_window or openai_rules(model).context_window
+        self._api_key = api_key
         client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries)
         self._raw = client
         self.client = braintrust.wrap_openai(client)
@@ -122,20 +166,33 @@ class OpenAICompatProvider:
             kwargs["tools"] = to_openai_tools(tools)
         if temperature is not None:
             kwargs["temperature"] = temperature
-        response = await self.client.chat.completions.create(**kwargs)
+        try:
+            response = await self.client.chat.completions.create(**kwargs)
+        except BadRequestError as error:
+            detail = overflow_detail(error.status_code, error.body, error.message)
+            if detail is None:
+                raise
+            return ModelTurn(content=[], stop_reason="model_context_window_exceeded", stop_detail=detail)
+        except InternalServerError as error:  # after the SDK's retries: the model wrote it the same way each time
+            detail = unparsed_call_detail(error.status_code, error.body, error.message)
+            if detail is None:
+                raise
+            return ModelTurn(content=[], stop_reason="tool_call_unparsed", stop_detail=detail)
         choice = response.choices[0]
         blocks, stop = from_openai_message(choice.message, choice.finish_reason)
-        usage = response.usage
         return ModelTurn(
             content=blocks,
             stop_reason=stop,
-            usage=Usage(
-                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                model_calls=1,
-            ),
-            model=str(response.model or self.model),
+            usage=usage_of(response.usage, response.model_extra),
+            model=str(response.model or ""),
         )
+
+    async def limits(self) -> ServerLimits:
+        """The context window (rules or EVAL_CONTEXT_WINDOW first, else the server's word) and slots."""
+        if self.base_url is None:  # OpenAI itself: its models' rules are all there is
+            return ServerLimits(self._context_window)
+        found = await read_limits(self.base_url, self.model, {"Authorization": f"Bearer {self._api_key}"})
+        return ServerLimits(self._context_window or found.context_window, found.slots)
 
     async def aclose(self) -> None:
         await self._raw.close()
@@ -151,8 +208,11 @@ class OpenAICompatProvider:
             hint=" (any non-empty value for endpoints without auth)",
         ),
         EnvVar("OPENAI_BASE_URL"),
+        EnvVar(CONTEXT_VARIABLE, check=check_context_window),
     ),
     rules=openai_rules,
 )
 def make_openai(name: str, env: Mapping[str, str]) -> Provider:
-    return OpenAICompatProvider(name, env["OPENAI_API_KEY"], env.get("OPENAI_BASE_URL"))
+    return OpenAICompatProvider(
+        name, env["OPENAI_API_KEY"], env.get("OPENAI_BASE_URL"), context_window=context_window_setting(env)
+    )

@@ -34,6 +34,11 @@ class EnvVar:
     secret: bool = False  # its value is scrubbed from everything recorded and never shown
     required: bool = False  # the provider cannot run without it
     hint: str = ""  # added to the "needs X" error, e.g. "(any non-empty value for servers without auth)"
+    check: Callable[[str], str | None] | None = None  # why a set value is wrong (named in the error), or None
+
+    def problem(self, value: str | None) -> str | None:
+        """Why `value` cannot be used for this variable (checked before the first trial), or None."""
+        return self.check(value) if self.check is not None and value else None
 
 
 @dataclass(frozen=True)
