@@ -71,10 +71,10 @@ ab: $(STAMP)  ## Paired, adaptive A/B: make ab A=<variant file|@prompt|provider:
 server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable HTTP on :8787.
 	@$(call THEN_STOP,$(PY) -m localneon --transport http --port 8787,$(STOP_PG))
 
-janitor: $(STAMP)  ## Delete leftovers of crashed runs (see README).
+janitor: $(STAMP)  ## Delete leftovers of crashed runs (see docs/servers.md).
 	@$(call THEN_STOP,$(PY) -m harness.servers.neon.janitor,$(STOP_PG))
 
-pool: $(STAMP)  ## Check the Neon pool projects and say what setup would create (dry run; see README).
+pool: $(STAMP)  ## Check the Neon pool projects and say what setup would create (dry run; see docs/servers.md).
 	$(PY) -m harness.pool setup
 
 bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness's own per-trial overhead.
