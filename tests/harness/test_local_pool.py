@@ -139,6 +139,22 @@ def _in_own_loop(main: Callable[[], Any]) -> None:
     assert not thread.is_alive() and not errors, errors
 
 
+async def test_a_sandbox_that_failed_is_not_reused(api: NeonAPI) -> None:
+    """A trial whose sandbox broke (a dying server cut its restore or clean-up short) may leave its
+    project half restored: the next trial gets another project, and the broken one is deleted."""
+    sandbox = LocalPoolSandbox(api, "pooltest-broken")
+    async with sandbox.open(make_case(), "first") as info:
+        first = info.project_id
+    with pytest.raises(RuntimeError, match="server died"):
+        async with sandbox.open(make_case(), "broken") as info:
+            assert info.project_id == first  # reused while healthy
+            raise RuntimeError("server died mid-trial")
+    assert all(project["id"] != first for project in await api.list_projects(search=sandbox.pool.prefix))
+    async with sandbox.open(make_case(), "after") as info:
+        assert info.project_id != first
+    await sandbox.aclose()
+
+
 async def test_the_end_of_the_event_loop_deletes_the_pool(
     local_server: LocalServer, endpoints: ServerEndpoints, api: NeonAPI, runner_settings: SettingsFactory
 ) -> None:

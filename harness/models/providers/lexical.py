@@ -33,8 +33,9 @@ from harness.models.providers.control import (
     user_turns,
 )
 
-# A property that carries the SQL to run, recognised by its name.
-SQL_PROPERTY = re.compile(r"sql|statement|query|ddl|script", re.IGNORECASE)
+# A property that carries the SQL to run, recognised by its name ("query" is not one: `search` and
+# `query_logs` take a search text and a log query under that name).
+SQL_PROPERTY = re.compile(r"sql|statement|ddl|script", re.IGNORECASE)
 SQL_KEYWORD = re.compile(r"\b[A-Z]{3,}\b")  # ALTER, TABLE, COLUMN, INDEX: what descriptions mention
 TEMPERATURE = 0.25  # softmax temperature over BM25 scores: only near-ties are ever drawn differently
 PlannedCalls = list[tuple[str, dict[str, Any]]]

@@ -152,16 +152,18 @@ class LocalProjectPool:
         except Exception:
             return False
 
-    async def give_back(self, project_id: str) -> bool:
+    async def give_back(self, project_id: str, reuse: bool = True) -> bool:
         """Free the project for the next trial; delete it instead when golden changed under the trial
-        (False then), or when the pool is closing. Runs to the end even if the caller is cancelled."""
+        (False then), when the trial's sandbox failed (`reuse=False`: a restore or clean-up cut off by a
+        dying server may have left it half done), or when the pool is closing. Runs to the end even if
+        the caller is cancelled."""
         self.fresh.discard(project_id)
         fixture = self.fixture_of.get(project_id)
         if fixture is None:
             return True
         checked, cancelled = await complete(functools.partial(self.golden_unchanged, project_id))
         unchanged = failure(checked) is None and checked.result()
-        if unchanged and not self.closed:
+        if unchanged and reuse and not self.closed:
             self._free.setdefault(fixture, []).append(project_id)
         else:
             _, interrupted = await complete(functools.partial(self._delete, project_id))
@@ -247,12 +249,14 @@ class LocalPoolSandbox(GoldenRestore):
     async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
         project_id = await self.pool.take(case)
         info: SandboxInfo | None = None
+        healthy = False  # reused only when its restore, the trial and the clean-up all went through
         try:
             async with self._restored(project_id, restore=project_id not in self.pool.fresh) as info:
                 self.pool.fresh.discard(project_id)
                 yield info
+            healthy = info.cleanup_error is None
         finally:
-            kept = await self.pool.give_back(project_id)
+            kept = await self.pool.give_back(project_id, reuse=healthy)
             if not kept and info is not None:
                 info.cleanup_error = (
                     f"the trial changed branch '{self.golden}' of pool project {project_id}, which later "
