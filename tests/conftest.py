@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from localneon.pg import stop_embedded
+from localneon.pg import release
 from tests.pgdirs import FAULTS_PGDATA, SCORER_PGDATA, TEST_PGDATA
 
 # Every local server and cluster a test process starts uses this worker's test data directory, never
@@ -18,7 +18,9 @@ if "DATABASE_URL" not in os.environ:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Each process stops the clusters of its own worker once its tests (and their fixtures) are done.
+    """Each process releases the clusters of its own worker once its tests (and their fixtures) are
+    done: the last live user of a cluster stops it, so a second `pytest` in the same checkout keeps
+    the cluster it is still using.
 
     The xdist controller runs no tests and has no clusters: it must not stop the unsuffixed ones,
     which a plain `pytest` beside it may be using. `LOCALNEON_KEEP=1` keeps them for the next run.
@@ -29,4 +31,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if is_xdist_controller or os.environ.get("LOCALNEON_KEEP") == "1" or "DATABASE_URL" in os.environ:
         return
     for pgdata in (TEST_PGDATA, SCORER_PGDATA, FAULTS_PGDATA):
-        stop_embedded(pgdata)
+        release(pgdata, os.getpid())
