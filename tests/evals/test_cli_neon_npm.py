@@ -10,9 +10,7 @@ install adds `npm ci` of ~525 MB, about two minutes here, printed by the fixture
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from harness.servers.neon.published.pin import pinned_label
 from scorers.registry import DETERMINISTIC
 from scorers.sqlinfo import analyse
 from tests.evals.cli import offline_env, run_cli
+from tests.fakes.not_found import HTML_404, not_found_server
 
 CASE_IDS = (
     "add-column-description",  # prepare
@@ -145,27 +144,9 @@ def test_a_loopback_server_that_is_not_localneon_stops_the_run_at_start(tmp_path
     """A Next.js build of Neon's server at /api/mcp answers HTML 404 under /api/api/v2: no trial may
     start on a guessed API; the run says which variable to set."""
 
-    class NotNeon(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<!DOCTYPE html><html><body>404</body></html>"
-            self.send_response(404)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotNeon)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/api/mcp"
-        env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_SERVER=url)
+    with not_found_server(HTML_404, "text/html") as origin:
+        env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_SERVER=f"{origin}/api/mcp")
         completed = run_cli(env, "evals/eval_tool_selection.py", timeout=120)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert completed.returncode == 2, completed.stderr[-2000:]
     assert "does not answer as localneon" in completed.stderr and "Set NEON_API_URL" in completed.stderr
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("trials.jsonl"))

@@ -8,13 +8,11 @@ role the catalog forgot is caught too), the processes the run started, and its t
 from __future__ import annotations
 
 import contextlib
-import http.server
 import os
 import secrets
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ import pytest
 from harness.run import liveness
 from localneon.pg import Cluster, remove_cluster, start_embedded
 from tests.evals.cli import REPO_ROOT, offline_env
+from tests.fakes.not_found import not_found_server
 from tests.pgdirs import FAULTS_PGDATA
 
 # Two prepare cases on the small blog fixture: enough for concurrency, quick to run.
@@ -215,29 +214,8 @@ def reaped() -> Iterator[list[subprocess.Popen[str]]]:
             process.wait(10)
 
 
-class _NotFound(http.server.BaseHTTPRequestHandler):
-    """Answers 404 to every request, as a REST API at the wrong address does."""
-
-    def _refuse(self) -> None:
-        body = b'{"message": "not found"}'
-        self.send_response(404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def not_found_api() -> Iterator[str]:
     """An HTTP server on 127.0.0.1 answering 404 to everything; its URL as a Neon API base."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/api/v2"
-    server.shutdown()
-    server.server_close()
+    with not_found_server() as origin:
+        yield f"{origin}/api/v2"

@@ -4,12 +4,10 @@ the local server over HTTP, a loopback HTTP server that is not Neon's."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from harness.servers.neon.published.install import ensure_installed, server_entr
 from harness.servers.neon.published.pin import SEAM
 from harness.servers.neon.stdio import KEY_PLACEHOLDER, empty_workdir, neon_npm_target, server_environment
 from localneon.snapshot import own_tools
+from tests.fakes.not_found import HTML_404, not_found_server
 from tests.harness.conftest import TOKEN, make_case, settings_from
 
 SettingsFactory = Callable[..., Settings]
@@ -80,24 +79,8 @@ def test_a_stdio_server_gets_what_it_needs_and_nothing_of_the_harness(monkeypatc
 @pytest.fixture
 def html_server() -> Iterator[str]:
     """A loopback server that is not Neon's: HTML 404 for everything (a Next.js app's /api/api/v2)."""
-
-    class NotNeon(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<!DOCTYPE html><html><body>404: This page could not be found.</body></html>"
-            self.send_response(404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotNeon)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with not_found_server(HTML_404, "text/html; charset=utf-8") as origin:
+        yield origin
 
 
 def test_a_loopback_url_is_taken_for_localneon_only_when_it_answers_as_one(
