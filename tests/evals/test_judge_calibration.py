@@ -22,6 +22,7 @@ from tests.evals.cli import offline_env, run_cli
 from tests.fakes.openai_judge import FakeJudge
 from tests.fakes.scripted_judge import script_chooser
 
+PREFLIGHT_PROMPT = "Expert answer: 2\nSubmission: 2"  # what scorers.judge's preflight asks the judge
 PREFLIGHT_REQUESTS = 2  # the judge preflight's tiny classification and its forced-choice check
 LABELS = "CCCDDDABEE"
 JUDGE_A = "CCEDDAABCE"
@@ -143,19 +144,25 @@ def test_calibrate_names_what_it_cannot_read(tmp_path: Path, capsys: pytest.Capt
     assert f"{VERDICTS_FILE}:1: not a verdict record" in capsys.readouterr().err
 
 
+def _make_calibrate(tmp_path: Path, judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> int:
+    """`make calibrate` (its launcher, in this process) on four examples with `judge` as judge-b."""
+    env = _env(tmp_path, judge, "judge-b", _dataset(tmp_path / "four.yaml", count=4))
+    for name in [name for name in os.environ if name.startswith(("EVAL_", "OPENAI_", "ANTHROPIC_", "BRAINTRUST_"))]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("BRAINTRUST_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.setenv(name, "")  # set, so a developer's .env cannot fill them in (load_dotenv keeps them)
+    return calibrate_launcher.main(["--no-progress-bars"])
+
+
 def test_make_calibrate_runs_the_eval_and_judges_the_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script = {"*": {f"marker-{number:02d}": LABELS[number] for number in range(4)}}
+    script["*"][PREFLIGHT_PROMPT] = "C"  # the preflight's own tiny classification, before any example
     with FakeJudge(chooser=script_chooser(script)) as judge:
-        env = _env(tmp_path, judge, "judge-b", _dataset(tmp_path / "four.yaml", count=4))
-        for name in [name for name in os.environ if name.startswith(("EVAL_", "OPENAI_", "ANTHROPIC_", "BRAINTRUST_"))]:
-            monkeypatch.delenv(name)
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        for name in ("BRAINTRUST_API_KEY", "ANTHROPIC_API_KEY"):
-            monkeypatch.setenv(name, "")  # set, so a developer's .env cannot fill them in (load_dotenv keeps them)
-        code = calibrate_launcher.main(["--no-progress-bars"])
+        code = _make_calibrate(tmp_path, judge, monkeypatch)
     assert code == 0 and len(judge.bodies) == 4 + PREFLIGHT_REQUESTS  # the preflight's, then one per example
     output = capsys.readouterr().out
     assert "judge judge-b · template factuality@2 · 4 judged, 0 judge error(s)" in output
@@ -167,14 +174,7 @@ def test_make_calibrate_stops_at_the_preflight_when_the_route_ignores_forced_too
 ) -> None:
     """llama-server takes an object tool_choice as `auto`: 80 calibration calls would all fail."""
     with FakeJudge(ignores_forced_choice=True) as judge:
-        env = _env(tmp_path, judge, "judge-b", _dataset(tmp_path / "four.yaml", count=4))
-        for name in [name for name in os.environ if name.startswith(("EVAL_", "OPENAI_", "ANTHROPIC_", "BRAINTRUST_"))]:
-            monkeypatch.delenv(name)
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        for name in ("BRAINTRUST_API_KEY", "ANTHROPIC_API_KEY"):
-            monkeypatch.setenv(name, "")
-        code = calibrate_launcher.main(["--no-progress-bars"])
+        code = _make_calibrate(tmp_path, judge, monkeypatch)
     captured = capsys.readouterr()
     assert code == 2 and len(judge.bodies) <= PREFLIGHT_REQUESTS  # nothing judged
     assert "judge judge-b: verdict: NOT TRUSTED (refused at the preflight" in captured.out
