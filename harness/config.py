@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import sys
 from collections.abc import Mapping
 from datetime import timedelta
@@ -196,7 +197,11 @@ class Settings(BaseModel):
 def stdio_label(command: str) -> str:
     """A stdio command line without what changes between runs: a port (`--port=51234`, `:51234`),
     a temporary folder; a package run from node_modules is named by its package.json."""
-    for word in command.split():
+    try:
+        words = shlex.split(command)  # as the command is run: a quoted path may hold spaces
+    except ValueError:
+        words = command.split()
+    for word in words:
         found = _package_of(word)
         if found:
             return found

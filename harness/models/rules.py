@@ -50,6 +50,9 @@ class ModelRules:
     max_output_tokens: int | None = None
     context_window: int | None = None
     status: Literal["current", "legacy", "deprecated", "scripted"] = "current"
+    # Anthropic's announced retirement date, as Anthropic writes it ("November 30th, 2026"). Kept here,
+    # not only read from the SDK: an SDK released after the date drops the model from its own list.
+    end_of_life: str | None = None
 
     def refusal(self, temperature: float | None) -> str | None:
         """Why `temperature` cannot be sent to this model, or None when it can."""
@@ -79,7 +82,12 @@ def _claude5(name: str, price: Price, *, forced_tool_use: bool = True, **rest: o
 
 
 def _claude4(
-    name: str, price: Price, *, context_window: int = 200 * K, status: Literal["legacy", "deprecated"]
+    name: str,
+    price: Price,
+    *,
+    context_window: int = 200 * K,
+    status: Literal["legacy", "deprecated"],
+    end_of_life: str | None = None,
 ) -> ModelRules:
     """A 4.x Claude model: manual thinking budgets, sampling parameters accepted, 64K output."""
     return ModelRules(
@@ -89,6 +97,7 @@ def _claude4(
         max_output_tokens=64 * K,
         context_window=context_window,
         status=status,
+        end_of_life=end_of_life,
     )
 
 
@@ -102,8 +111,12 @@ ANTHROPIC: dict[str, ModelRules] = {
         _claude5("claude-opus-5", Price(5.0, 25.0, 6.25, 0.50), status="legacy"),
         _claude4("claude-sonnet-4-6", Price(3.0, 15.0, 3.75, 0.30), context_window=1000 * K, status="legacy"),
         _claude4("claude-haiku-4-5", Price(1.0, 5.0, 1.25, 0.10), status="legacy"),
-        _claude4("claude-sonnet-4-5", Price(3.0, 15.0, 3.75, 0.30), status="deprecated"),
-        _claude4("claude-opus-4-5", Price(5.0, 25.0, 6.25, 0.50), status="deprecated"),
+        _claude4(
+            "claude-sonnet-4-5", Price(3.0, 15.0, 3.75, 0.30), status="deprecated", end_of_life="November 30th, 2026"
+        ),
+        _claude4(
+            "claude-opus-4-5", Price(5.0, 25.0, 6.25, 0.50), status="deprecated", end_of_life="January 22nd, 2027"
+        ),
     )
 }
 
@@ -165,12 +178,18 @@ def _parse_sdk_date(text: str) -> date | None:
 
 
 def end_of_life_dates() -> dict[str, tuple[str, date | None]]:
-    """Every Claude model id the installed Anthropic SDK lists as deprecated: its date as written, and parsed."""
+    """Every Claude model id with an end-of-life date, as written and parsed: the rules table's own
+    dates, and whatever else the installed Anthropic SDK lists as deprecated (the table wins: an SDK
+    released after a retirement no longer lists the retired model, which must still be refused)."""
     try:
         from anthropic._data import DEPRECATED_MODELS
-    except ImportError:  # an SDK without the table: nothing known
-        return {}
-    return {str(name): (str(text), _parse_sdk_date(str(text))) for name, text in DEPRECATED_MODELS.items() if text}
+    except ImportError:  # an SDK without the table: the rules table's dates alone
+        DEPRECATED_MODELS = {}
+    dates = {str(name): (str(text), _parse_sdk_date(str(text))) for name, text in DEPRECATED_MODELS.items() if text}
+    for rules in ANTHROPIC.values():
+        if rules.end_of_life:
+            dates[rules.model.partition(":")[2]] = (rules.end_of_life, _parse_sdk_date(rules.end_of_life))
+    return dates
 
 
 def end_of_life(name: str) -> str | None:
@@ -181,7 +200,10 @@ def end_of_life(name: str) -> str | None:
 
 def _dates(model: str) -> tuple[str, date | None] | None:
     prefix, _, name = model.partition(":")
-    return end_of_life_dates().get(name) if prefix == "anthropic" else None
+    if prefix != "anthropic":
+        return None
+    dates = end_of_life_dates()
+    return dates.get(name) or dates.get(_DATED.sub("", name))  # a dated snapshot retires with its alias
 
 
 def end_of_life_refusal(model: str, today: date) -> str | None:

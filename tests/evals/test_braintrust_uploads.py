@@ -85,7 +85,7 @@ def test_lean_uploads_complete_metadata_and_the_right_base(tmp_path: Path) -> No
         assert line["braintrust"]["comparison_experiment_name"] == oracle_first["name"]
         assert second["metadata"]["judge_provider"] == "braintrust"
         chats = [request for request in braintrust.requests if request.path.endswith("/chat/completions")]
-        assert len(chats) == 2, chats  # the judge's preflight, then the one trial's verdict
+        assert len(chats) == 3, chats  # the judge's preflight (a classification, a forced call), one verdict
         assert all(chat.headers["authorization"] == f"Bearer {API_KEY}" for chat in chats)
         assert second["metadata"]["dataset_hash"] != oracle_first["metadata"]["dataset_hash"]
         assert any(upload.overflow for upload in braintrust.uploads)  # large payloads went by signed URL

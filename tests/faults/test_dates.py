@@ -1,7 +1,8 @@
 """Any day: the date-dependent code runs at fixed dates either side of every end-of-life date.
 
-The dates come from the table the harness reads (the installed Anthropic SDK's deprecation list), so
-a new entry is covered without editing this test. Nothing here reads the wall clock.
+The dates come from the tables the harness reads (its rules table's own dates, and the installed
+Anthropic SDK's deprecation list), so a new entry is covered without editing this test. Nothing here
+reads the wall clock.
 """
 
 from __future__ import annotations
@@ -21,10 +22,20 @@ END_OF_LIFE = sorted(end_of_life_dates().items())
 
 
 def test_the_table_has_dates_and_every_deprecated_model_has_one() -> None:
-    assert END_OF_LIFE, "the installed Anthropic SDK lists no end-of-life dates"
+    assert END_OF_LIFE, "no end-of-life dates known"
     assert all(ends is not None for _, (_, ends) in END_OF_LIFE), END_OF_LIFE
     deprecated = [rules.model.partition(":")[2] for rules in ANTHROPIC.values() if rules.status == "deprecated"]
     assert deprecated and set(deprecated) <= dict(END_OF_LIFE).keys()
+
+
+def test_a_retired_model_the_sdk_no_longer_lists_is_still_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """anthropic 2.15 dropped claude-sonnet-4-5 from its list once it retired: the rules table keeps it."""
+    import anthropic._data
+
+    monkeypatch.setattr(anthropic._data, "DEPRECATED_MODELS", {})
+    env = {"EVAL_MODEL": "anthropic:claude-sonnet-4-5-20250929", "ANTHROPIC_API_KEY": "sk-ant-test-0000"}
+    with pytest.raises(ConfigError, match="reached end of life on November 30th, 2026"):
+        Settings.from_env(env=env, dotenv_path=None, clock=fixed(datetime(2026, 12, 1, tzinfo=UTC)))
 
 
 @pytest.mark.parametrize(("name", "dates"), END_OF_LIFE, ids=[name for name, _ in END_OF_LIFE])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -50,7 +51,9 @@ def test_a_stdio_server_is_named_stably_and_uses_the_api_it_is_given() -> None:
     other = one.model_copy(update={"server": "my-mcp --port=41999 --api http://127.0.0.1:38002"})
     assert one.server_identity == other.server_identity == "my-mcp --port=<port> --api http://127.0.0.1:<port>"
     entry = server_entry(ensure_installed())
-    by_path = settings_from({"EVAL_MODEL": "control:oracle", "EVAL_SERVER": f"node {entry} start KEY"})
+    by_path = settings_from(
+        {"EVAL_MODEL": "control:oracle", "EVAL_SERVER": shlex.join(["node", str(entry), "start", "KEY"])}
+    )
     assert by_path.server_identity == LABEL  # a package run from node_modules is named by its package.json
     local = settings_from({"EVAL_MODEL": "control:oracle"})
     assert (local.server_identity, local.server_label) == ("local", "local")
@@ -133,7 +136,7 @@ async def test_with_neon_api_url_the_stdio_server_and_the_harness_use_that_api(
 
 
 def test_drift_says_what_0_6_5_lacks(endpoints: ServerEndpoints, tmp_path: Path) -> None:
-    command = f"node {server_entry(ensure_installed())} start {TOKEN} --no-analytics"
+    command = shlex.join(["node", str(server_entry(ensure_installed())), "start", TOKEN, "--no-analytics"])
     env = {**server_environment(endpoints.api_url, TOKEN), "PATH": os.environ["PATH"]}
     snapshot = tmp_path / "npm-0.6.5.json"
     taken = subprocess.run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import AsyncIterator, Callable
 
@@ -55,7 +56,7 @@ async def test_oracle_trial_on_the_flat_server(
 
 
 async def test_stdio_server_command(local_server: LocalServer, api: NeonAPI, runner_settings: SettingsFactory) -> None:
-    settings = runner_settings({"EVAL_SERVER": f"{sys.executable} -m localneon --transport stdio"})
+    settings = runner_settings({"EVAL_SERVER": shlex.join([sys.executable, "-m", "localneon", "--transport", "stdio"])})
     assert settings.server_kind == "stdio"
     async with TrialRunner(settings, local_server=local_server) as runner:
         record = await runner.run(make_case(id="unsafe-stdio"), 0)

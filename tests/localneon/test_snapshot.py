@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ def test_snapshot_worn_by_a_second_server_and_drift(http_server: HttpServer, tmp
     assert tool(document, "run_sql")["annotations"]["destructiveHint"] is True
     assert "sql" in tool(document, "run_sql")["input_schema"]["properties"]["params"]["properties"]
 
-    stdio = snapshot_cli(f"{sys.executable} -m localneon --transport stdio", token="")
+    stdio = snapshot_cli(shlex.join([sys.executable, "-m", "localneon", "--transport", "stdio"]), token="")
     assert stdio.returncode == 0, stdio.stderr
     assert [t["name"] for t in json.loads(stdio.stdout)["tools"]] == [t["name"] for t in document["tools"]]
 
