@@ -60,7 +60,7 @@ def test_a_stdio_server_is_named_stably_and_uses_the_api_it_is_given() -> None:
 
 
 def test_a_stdio_server_gets_what_it_needs_and_nothing_of_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key-must-not-leak")
     monkeypatch.setenv("NEON_API_KEY", "napi-the-harness-own")
     monkeypatch.setenv("LOCALNEON_PGDATA", "/data/cluster")
     env = server_environment("http://127.0.0.1:5/api/v2", "token-for-that-api")
