@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -27,6 +28,12 @@ from harness.servers.neon.stdio import KEY_PLACEHOLDER, empty_workdir, neon_npm_
 from localneon.snapshot import own_tools
 from tests.fakes.not_found import HTML_404, not_found_server
 from tests.harness.conftest import TOKEN, make_case, settings_from
+
+# Neon's published server is a Node package: without node and npm these tests cannot run, and say so.
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None,
+    reason="Neon's published MCP server needs node and npm on PATH (e.g. apt-get install nodejs npm)",
+)
 
 SettingsFactory = Callable[..., Settings]
 
