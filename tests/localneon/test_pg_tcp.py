@@ -48,6 +48,8 @@ def test_port_is_remembered_then_replaced_when_taken(own_pgdata: Path, neon: Neo
 
     stop_embedded(own_pgdata)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        # As PostgreSQL binds: the stopped server's connections may still hold the port in TIME_WAIT.
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind((TCP_HOST, first.tcp_port))
         squatter.listen()
         moved = start_embedded(own_pgdata)
