@@ -45,20 +45,27 @@ async def test_both_protocols_of_one_server_draw_from_one_budget_and_the_wait_is
     now = [0.0]
     waits: list[float] = []
     running, peak = [0], [0]
+    # No timing window: a :8080 trial and the other endpoint's are inside at once, each waiting for the other.
+    budgeted_inside, other_inside = asyncio.Event(), asyncio.Event()
 
-    async def trial(model: str, base_url: str) -> None:
+    async def trial(model: str, base_url: str, *, budgeted: bool = True) -> None:
         async with provider_slot(model, {"127.0.0.1:8080": 1}, base_url, clock=lambda: now[0]) as slot:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
             waits.append(slot.waited_s)
-            await asyncio.sleep(0.01)
-            now[0] += 5.0  # each trial holds the slot for 5 s of the injected clock
+            if budgeted:
+                budgeted_inside.set()
+                await asyncio.wait_for(other_inside.wait(), 30)
+                now[0] += 5.0  # each :8080 trial holds the slot for 5 s of the injected clock
+            else:
+                await asyncio.wait_for(budgeted_inside.wait(), 30)
+                other_inside.set()
             running[0] -= 1
 
     await asyncio.gather(
         trial(f"openai:{MODEL}", "http://127.0.0.1:8080/v1"),
         trial(f"anthropic:{MODEL}", "http://127.0.0.1:8080"),
-        trial(f"openai:{MODEL}", "http://localhost:9999/v1"),  # another endpoint: not in this budget
+        trial(f"openai:{MODEL}", "http://localhost:9999/v1", budgeted=False),  # another endpoint: not in this budget
     )
     assert peak[0] == 2  # the two on :8080 never overlapped; the third ran beside them
     assert sorted(waits) == [0.0, 0.0, 5.0]
