@@ -176,36 +176,25 @@ def test_drift_says_what_0_6_5_lacks(endpoints: ServerEndpoints, tmp_path: Path)
     assert len(described) == 1 and "in the snapshot, similarity 0." in described[0]
 
 
+def run_once(command: list[str], cwd: str | Path | None, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Start the server once with no MCP client on its stdin: it makes its start-up calls and exits."""
+    return subprocess.run(
+        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 def test_the_key_0_6_5_takes_as_an_argument_stays_out_of_its_stderr_and_command_line() -> None:
     """0.6.5 prints a failed start-up call whole, its Authorization header included; the preload
     swaps the key in from the environment, so the command line carries only a placeholder."""
     key = "napi-must-not-be-printed-7c1e"
     target = neon_npm_target(server_environment("http://127.0.0.1:9/api/v2", key), key)
     env = {"PATH": os.environ["PATH"], **(target.env or {})}
-    done = subprocess.run(
-        [target.command, *target.args],
-        cwd=target.cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_once([target.command, *target.args], target.cwd, env)
     assert done.returncode == 1 and "Server error" in done.stderr  # GET /auth failed: it exits at start
     assert key not in " ".join(target.args)
     # The key the server sent is the environment's (redacted), not the placeholder of its arguments.
     assert key not in done.stderr and "Bearer [REDACTED]" in done.stderr and KEY_PLACEHOLDER not in done.stderr
     at = target.args.index((SEAM / "redact-key.mjs").as_uri())
     on_command_line = [key if arg == KEY_PLACEHOLDER else arg for arg in target.args]
-    bare = subprocess.run(
-        [target.command, *on_command_line[: at - 1], *on_command_line[at + 1 :]],
-        cwd=target.cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    bare = run_once([target.command, *on_command_line[: at - 1], *on_command_line[at + 1 :]], target.cwd, env)
     assert key in bare.stderr  # without the preload the key is printed: the test can fail

@@ -15,19 +15,11 @@ from jsonschema import Draft202012Validator
 
 from localneon.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, ok
+from tests.localneon.test_tools import TOOLS_ADDED_FOR_HEAD
 
 REFERENCE = json.loads((Path(__file__).resolve().parents[2] / "localneon/reference/neon-grants.json").read_text())
 NEON_AUTH_SCHEMAS = json.loads((Path(__file__).resolve().parent / "data/neon-auth-schemas.json").read_text())
-NEW_TOOLS = {
-    "list_shared_projects",
-    "provision_neon_auth",
-    "configure_neon_auth",
-    "get_neon_auth_config",
-    "provision_neon_data_api",
-    "query_logs",
-    "list_log_fields",
-    "list_log_field_values",
-}
+NEW_TOOLS = TOOLS_ADDED_FOR_HEAD
 HINTS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
