@@ -44,6 +44,8 @@ from autoevals.oai import GATEWAY_URL
 from harness.models.endpoint import endpoint_key
 from harness.models.rules import ModelRules, anthropic_rules, openai_rules, trial_cost_usd
 from harness.recording.records import TrialRecord, Usage
+from scorers.judge_request import DEFAULT_MODE, ToolChoiceModeError, ToolChoiceTransport, parse_mode
+from scorers.judge_request import VARIABLE as TOOL_CHOICE_VARIABLE
 
 DEFAULT_JUDGE_MODELS = {"braintrust": "claude-haiku-4-5", "anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-mini"}
 DEFAULT_JUDGE_MODEL = DEFAULT_JUDGE_MODELS["anthropic"]
@@ -75,6 +77,7 @@ class JudgeSettings:
     base_url: str
     model: str
     api_key: str = field(repr=False)
+    tool_choice: str = DEFAULT_MODE  # EVAL_JUDGE_TOOL_CHOICE as set; checked by the preflight and judge_client
 
     def describe(self) -> dict[str, str]:
         """What may be logged about the judge: never the key, nor credentials inside the URL."""
@@ -82,7 +85,12 @@ class JudgeSettings:
         host = parts.hostname or ""
         netloc = f"{host}:{parts.port}" if parts.port else host
         public_url = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-        return {"judge_provider": self.provider, "judge_base_url": public_url, "judge_model": self.model}
+        return {
+            "judge_provider": self.provider,
+            "judge_base_url": public_url,
+            "judge_model": self.model,
+            "judge_tool_choice": self.tool_choice,
+        }
 
     @property
     def rules(self) -> ModelRules:
@@ -100,16 +108,17 @@ def _anthropic_openai_url(env: Mapping[str, str]) -> str:
 
 def _settings_for(provider: Provider, env: Mapping[str, str], model: str | None) -> JudgeSettings | None:
     chosen = model or DEFAULT_JUDGE_MODELS[provider]
+    asking = env.get(TOOL_CHOICE_VARIABLE, "").strip().lower() or DEFAULT_MODE
     if provider == "braintrust":
         key = env.get("BRAINTRUST_API_KEY", "").strip()
         url = env.get("BRAINTRUST_AI_GATEWAY_URL", "").strip() or GATEWAY_URL
-        return JudgeSettings(provider, url, chosen, key) if key else None
+        return JudgeSettings(provider, url, chosen, key, asking) if key else None
     if provider == "anthropic":
         key = env.get("ANTHROPIC_API_KEY", "").strip()
-        return JudgeSettings(provider, _anthropic_openai_url(env), chosen, key) if key else None
+        return JudgeSettings(provider, _anthropic_openai_url(env), chosen, key, asking) if key else None
     url = env.get("OPENAI_BASE_URL", "").strip()
     key = env.get("OPENAI_API_KEY", "").strip() or PLACEHOLDER_KEY
-    return JudgeSettings(provider, url, chosen, key) if url else None
+    return JudgeSettings(provider, url, chosen, key, asking) if url else None
 
 
 def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None:
@@ -174,9 +183,17 @@ class JudgeMeter:
 
 
 def judge_client(settings: JudgeSettings, max_retries: int = 3) -> tuple[openai.AsyncOpenAI, JudgeMeter]:
-    """An async OpenAI client for the judge route, and the meter counting what it spends."""
+    """An async OpenAI client for the judge route, and the meter counting what it spends.
+
+    The one place the judge's requests are built: EVAL_JUDGE_TOOL_CHOICE other than `function`
+    puts `ToolChoiceTransport` under the SDK (scorers/judge_request.py). An unknown mode raises.
+    """
     meter = JudgeMeter(settings)
-    http = openai.DefaultAsyncHttpxClient(event_hooks={"response": [meter.observe]}, timeout=JUDGE_TIMEOUT_S)
+    mode = parse_mode(settings.tool_choice)
+    transport = None if mode == DEFAULT_MODE else ToolChoiceTransport(mode)
+    http = openai.DefaultAsyncHttpxClient(
+        event_hooks={"response": [meter.observe]}, timeout=JUDGE_TIMEOUT_S, transport=transport
+    )
     client = openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,
@@ -257,7 +274,7 @@ def _forced_request(settings: JudgeSettings) -> dict[str, Any]:
     }
 
 
-def forced_choice_problem(message: Any) -> str | None:
+def forced_choice_problem(message: Any, mode: str = DEFAULT_MODE) -> str | None:
     """What a reply to `_forced_request` shows the route did with the forced choice, or None when it obeyed."""
     calls = list(getattr(message, "tool_calls", None) or [])
     names = [str(call.function.name) for call in calls]
@@ -268,10 +285,16 @@ def forced_choice_problem(message: Any) -> str | None:
         got = f"no tool call (text {json.dumps(text)})"
     else:
         got = f"call(s) to {', '.join(names)}"
+    if mode != DEFAULT_MODE:
+        return (
+            f"it ignores a forced call asked as {TOOL_CHOICE_VARIABLE}={mode}: forced {FORCED_TOOL}, the prompt asked "
+            f"for {UNFORCED_TOOL}, and it answered with {got}"
+        )
     return (
         f"it ignores a forced tool_choice: forced {FORCED_TOOL}, the prompt asked for {UNFORCED_TOOL}, and it answered "
         f"with {got}; autoevals' classifier needs forced tool choice (llama-server, for one, takes tool_choice only as "
-        "a string and turns a forced function into auto)"
+        f"a string and turns a forced function into auto: set {TOOL_CHOICE_VARIABLE}=json_schema to ask it for the "
+        "call's arguments as structured output)"
     )
 
 
@@ -280,7 +303,7 @@ async def forced_choice_check(settings: JudgeSettings) -> str | None:
     client, _ = judge_client(settings, max_retries=2)
     async with client:
         response = await client.chat.completions.create(**_forced_request(settings))
-    return forced_choice_problem(response.choices[0].message)
+    return forced_choice_problem(response.choices[0].message, settings.tool_choice)
 
 
 def _model_endpoints(env: Mapping[str, str]) -> dict[str, str]:
@@ -317,7 +340,16 @@ def _hint(settings: JudgeSettings) -> str:
     return f" ({settings.model} refuses {refused}; set EVAL_JUDGE_MODEL to one that takes both, e.g. {usable})"
 
 
-_PASSED: set[tuple[str, str, str]] = set()
+# Why a mode's classification can come back without a call (measured on llama-server, docs/local-models.md).
+MODE_HINTS = {
+    "required": (
+        f' (with tool_choice "required" llama-server still lets the model write text before its first call, and '
+        f"a model that never opens one answers in prose; {TOOL_CHOICE_VARIABLE}=json_schema holds it to the call's "
+        "arguments from the first token)"
+    ),
+}
+
+_PASSED: set[tuple[str, str, str, str]] = set()
 
 
 def preflight(env: Mapping[str, str] | None = None) -> None:
@@ -333,6 +365,12 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
         return
     where = settings.describe()
     route = f"judge route {settings.provider} ({where['judge_base_url']}) with model {settings.model}"
+    try:
+        mode = parse_mode(settings.tool_choice)
+    except ToolChoiceModeError as error:
+        raise JudgePreflightError(f"{route}: {error}") from None
+    if mode != DEFAULT_MODE:
+        route += f" ({TOOL_CHOICE_VARIABLE}={mode})"
     shared = shared_endpoint(settings, source)
     if shared is not None:
         if not _allowed(source.get(SHARED_ENDPOINT_VARIABLE, "")):
@@ -347,7 +385,7 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
             file=sys.stderr,
             flush=True,
         )
-    key = (settings.provider, settings.base_url, settings.model)
+    key = (settings.provider, settings.base_url, settings.model, mode)
     if key in _PASSED:
         return
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # safe inside a running event loop
@@ -361,7 +399,9 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
             ) from None
         except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
             detail = _scrub(str(error), settings)
-            raise JudgePreflightError(f"{route} failed the preflight: {type(error).__name__}: {detail}") from None
+            raise JudgePreflightError(
+                f"{route} failed the preflight: {type(error).__name__}: {detail}{MODE_HINTS.get(mode, '')}"
+            ) from None
     if ignored:
         raise JudgePreflightError(f"{route} failed the preflight: {_scrub(ignored, settings)}")
     _PASSED.add(key)
