@@ -12,8 +12,9 @@ type supplied for parameter 'tool_choice', using default value" and answers as `
   the first `<tool_call>` (common/chat-auto-parser-generator.cpp), so a model that never opens one
   answers in prose until `max_tokens`.
 - `json_schema`: the named function's parameters as `response_format: {"type": "json_schema"}`
-  (structured output), no tools; the server's reply, a JSON object, is handed to the SDK as a call
-  of that function. llama-server turns the schema into a grammar that holds from the first token.
+  (structured output), no tools, each free-text argument capped at MAX_TEXT_CHARS; the server's
+  reply, a JSON object, is handed to the SDK as a call of that function. llama-server turns the
+  schema into a grammar that holds from the first token.
 
 Only a request whose `tool_choice` names one function is changed, and only its reply in
 `json_schema` mode; a reply that is not a JSON object stays as it came (no call: the judge's
@@ -35,6 +36,7 @@ Mode = Literal["function", "required", "json_schema"]
 MODES: tuple[Mode, ...] = ("function", "required", "json_schema")
 DEFAULT_MODE: Mode = "function"
 CHAT_PATH = "/chat/completions"
+MAX_TEXT_CHARS = 1000  # a free-text argument in json_schema mode (the judge's `reasons`): ~250 tokens
 _STALE_HEADERS = ("content-length", "content-encoding", "transfer-encoding")
 
 
@@ -72,7 +74,7 @@ def rewrite_request(body: dict[str, Any], mode: Mode) -> dict[str, Any]:
         offered = [tool for tool in body["tools"] if (tool.get("function") or {}).get("name") == function["name"]]
         return {**body, "tools": offered, "tool_choice": "required"}
     rest = {key: value for key, value in body.items() if key not in ("tools", "tool_choice", "parallel_tool_calls")}
-    schema = function.get("parameters") or {"type": "object"}
+    schema = bounded(function.get("parameters") or {"type": "object"})
     return {
         **rest,
         "response_format": {
@@ -80,6 +82,25 @@ def rewrite_request(body: dict[str, Any], mode: Mode) -> dict[str, Any]:
             "json_schema": {"name": function["name"], "schema": schema, "strict": True},
         },
     }
+
+
+def bounded(schema: dict[str, Any], limit: int = MAX_TEXT_CHARS) -> dict[str, Any]:
+    """`schema` with a `maxLength` on each free-text property that has none, so a looping model still ends.
+
+    Measured: SmolLM2-135M held to autoevals' schema repeats one sentence in `reasons` until
+    `max_tokens`, and the cut reply holds no call; with the bound the grammar closes the string and
+    the model must give its `choice`.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    limited = {
+        name: {**spec, "maxLength": limit}
+        if isinstance(spec, dict) and spec.get("type") == "string" and "enum" not in spec and "maxLength" not in spec
+        else spec
+        for name, spec in properties.items()
+    }
+    return {**schema, "properties": limited}
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
