@@ -3,6 +3,7 @@
 smoke [openai|anthropic]   build/fetch what is missing, run the smoke (default: both protocols)
 serve [--port N]           run the pinned llama-server in the foreground until Ctrl-C
 record OUT_DIR --tools F   record real exchanges as JSON (the provider tests' inputs)
+record-judge OUT_DIR       record the factuality judge's requests and answers (the judge tests' inputs)
 build                      only build (or find) llama-server and unpack the model
 """
 
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     recording = sub.add_parser("record")
     recording.add_argument("out", type=Path)
     recording.add_argument("--tools", type=Path, required=True, help="a `python -m localneon.snapshot` file")
+    judging = sub.add_parser("record-judge")
+    judging.add_argument("out", type=Path)
     sub.add_parser("build")
     args = parser.parse_args(argv)
     unknown = sorted(set(getattr(args, "protocols", None) or []) - {"openai", "anthropic"})
@@ -65,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
             from localmodel import record
 
             return record.main(args.out, args.tools, ensure_server(CACHE), ensure_model(CACHE), TEMPLATE)
+        if args.command == "record-judge":
+            from localmodel import record_judge
+
+            binary, gguf = ensure_server(CACHE), ensure_model(CACHE)
+            return record_judge.main(args.out, binary, gguf, TEMPLATE, CACHE / "record-judge.log")
         ensure_server(CACHE)
         ensure_model(CACHE)
         return 0

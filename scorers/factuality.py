@@ -104,7 +104,10 @@ async def classify(
     conversation: str, expected: str, submission: str, settings: JudgeSettings, template: JudgeTemplate
 ) -> Verdict:
     """Ask the judge once; a failed call comes back as a Verdict with `error` set, never raised."""
-    client, meter = judge_client(settings)  # counts the judge's own tokens and cost
+    try:
+        client, meter = judge_client(settings)  # counts the judge's own tokens and cost
+    except ValueError as error:  # a judge setting no request can be built from (EVAL_JUDGE_TOOL_CHOICE)
+        return Verdict(None, None, error=f"judge call failed: {error}")
     async with client:
         try:
             judging = build_classifier(settings, client, template).eval_async(

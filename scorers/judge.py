@@ -217,26 +217,35 @@ def _server_message(error: openai.APIStatusError) -> str:
     return str(error.message)
 
 
+PREFLIGHT_ANSWER = "2"  # the preflight's submission and expert answer
+
+
+def preflight_classifier(model: str, client: openai.AsyncOpenAI | None) -> LLMClassifier:
+    """The preflight's tiny classification (the factuality choices), as autoevals asks it."""
+    return LLMClassifier(
+        name="judge_preflight",
+        prompt_template=(
+            "Expert answer: {{expected}}\nSubmission: {{output}}\nChoose: (A) a subset of the expert "
+            "answer (B) a superset (C) the same (D) they disagree (E) they differ only in wording"
+        ),
+        choice_scores={"A": 0.4, "B": 0.8, "C": 1.0, "D": 0.0, "E": 1.0},  # the factuality choices
+        model=model,
+        use_cot=True,
+        temperature=0,
+        max_tokens=512,
+        client=client,
+    )
+
+
 async def _classify_once(settings: JudgeSettings) -> None:
     client, _ = judge_client(settings, max_retries=2)
     async with client:
-        classifier = LLMClassifier(
-            name="judge_preflight",
-            prompt_template=(
-                "Expert answer: {{expected}}\nSubmission: {{output}}\nChoose: (A) a subset of the expert "
-                "answer (B) a superset (C) the same (D) they disagree (E) they differ only in wording"
-            ),
-            choice_scores={"A": 0.4, "B": 0.8, "C": 1.0, "D": 0.0, "E": 1.0},  # the factuality choices
-            model=settings.model,
-            use_cot=True,
-            temperature=0,
-            max_tokens=512,
-            client=client,
+        await preflight_classifier(settings.model, client).eval_async(
+            output=PREFLIGHT_ANSWER, expected=PREFLIGHT_ANSWER
         )
-        await classifier.eval_async(output="2", expected="2")
 
 
-def _forced_request(settings: JudgeSettings) -> dict[str, Any]:
+def forced_request(settings: JudgeSettings) -> dict[str, Any]:
     """A request whose prompt asks for one tool while `tool_choice` forces the other."""
     return {
         "model": settings.model,
@@ -275,7 +284,7 @@ def _forced_request(settings: JudgeSettings) -> dict[str, Any]:
 
 
 def forced_choice_problem(message: Any, mode: str = DEFAULT_MODE) -> str | None:
-    """What a reply to `_forced_request` shows the route did with the forced choice, or None when it obeyed."""
+    """What a reply to `forced_request` shows the route did with the forced choice, or None when it obeyed."""
     calls = list(getattr(message, "tool_calls", None) or [])
     names = [str(call.function.name) for call in calls]
     if names == [FORCED_TOOL]:
@@ -302,7 +311,7 @@ async def forced_choice_check(settings: JudgeSettings) -> str | None:
     """Ask the route for a call the model would not make unforced; what it did wrong, or None."""
     client, _ = judge_client(settings, max_retries=2)
     async with client:
-        response = await client.chat.completions.create(**_forced_request(settings))
+        response = await client.chat.completions.create(**forced_request(settings))
     return forced_choice_problem(response.choices[0].message, settings.tool_choice)
 
 
@@ -342,6 +351,10 @@ def _hint(settings: JudgeSettings) -> str:
 
 # Why a mode's classification can come back without a call (measured on llama-server, docs/local-models.md).
 MODE_HINTS = {
+    DEFAULT_MODE: (
+        " (a server that reads tool_choice only as a string, as llama-server does, answers autoevals' forced "
+        f"function as auto; {TOOL_CHOICE_VARIABLE}=json_schema asks it for the call's arguments as structured output)"
+    ),
     "required": (
         f' (with tool_choice "required" llama-server still lets the model write text before its first call, and '
         f"a model that never opens one answers in prose; {TOOL_CHOICE_VARIABLE}=json_schema holds it to the call's "

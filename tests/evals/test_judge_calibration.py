@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from analysis.calibration_records import INFO_FILE, VERDICTS_FILE, load_verdicts
 from evals import _calibration
 from evals import calibrate as calibrate_launcher
 from tests.evals.cli import offline_env, run_cli
+from tests.fakes.llama_replay import LlamaReplay, answer
 from tests.fakes.openai_judge import FakeJudge
 from tests.fakes.scripted_judge import script_chooser
 
@@ -26,6 +28,7 @@ PREFLIGHT_PROMPT = "Expert answer: 2\nSubmission: 2"  # what scorers.judge's pre
 PREFLIGHT_REQUESTS = 2  # the judge preflight's tiny classification and its forced-choice check
 LABELS = "CCCDDDABEE"
 JUDGE_A = "CCEDDAABCE"
+LOCAL_JUDGE = "CCDD"  # the local judge's choices on the first four (labels CCCD)
 KAPPA = 0.48 / 0.78  # chance agreement 0.22, observed 0.7
 WEIGHTED_KAPPA = 1 - 0.04 / 0.444  # score-distance weights: observed 0.04, chance 0.444
 
@@ -47,14 +50,14 @@ def _dataset(path: Path, count: int = 10) -> Path:
     return path
 
 
-def _env(tmp_path: Path, judge: FakeJudge, models: str, dataset: Path) -> dict[str, str]:
+def _env(tmp_path: Path, judge: dict[str, str], models: str, dataset: Path) -> dict[str, str]:
     return offline_env(
         tmp_path / "results",
         EVAL_JUDGE_CALIBRATION="1",
         EVAL_JUDGE_DATASET=str(dataset),
         EVAL_CALIBRATION_JUDGES=models,
         EVAL_RUN_ID="calibration-test",
-        **judge.env(),
+        **judge,
     )
 
 
@@ -68,7 +71,7 @@ def test_calibration_eval_and_report_match_the_hand_computation(
         "judge-c": {f"marker-{number:02d}": LABELS[number] for number in range(9)},
     }
     with FakeJudge(chooser=script_chooser(script)) as judge:
-        env = _env(tmp_path, judge, "judge-a,judge-b,judge-c", _dataset(tmp_path / "small.yaml"))
+        env = _env(tmp_path, judge.env(), "judge-a,judge-b,judge-c", _dataset(tmp_path / "small.yaml"))
         completed = run_cli(env, "evals/eval_judge_calibration.py")
         models = sorted(body["model"] for body in judge.bodies)
     assert models == ["judge-a"] * 10 + ["judge-b"] * 10 + ["judge-c"] * 10
@@ -144,8 +147,8 @@ def test_calibrate_names_what_it_cannot_read(tmp_path: Path, capsys: pytest.Capt
     assert f"{VERDICTS_FILE}:1: not a verdict record" in capsys.readouterr().err
 
 
-def _make_calibrate(tmp_path: Path, judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> int:
-    """`make calibrate` (its launcher, in this process) on four examples with `judge` as judge-b."""
+def _make_calibrate(tmp_path: Path, judge: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> int:
+    """`make calibrate` (its launcher, in this process) on four examples with the judge `judge` routes to as judge-b."""
     env = _env(tmp_path, judge, "judge-b", _dataset(tmp_path / "four.yaml", count=4))
     for name in [name for name in os.environ if name.startswith(("EVAL_", "OPENAI_", "ANTHROPIC_", "BRAINTRUST_"))]:
         monkeypatch.delenv(name)
@@ -162,7 +165,7 @@ def test_make_calibrate_runs_the_eval_and_judges_the_judge(
     script = {"*": {f"marker-{number:02d}": LABELS[number] for number in range(4)}}
     script["*"][PREFLIGHT_PROMPT] = "C"  # the preflight's own tiny classification, before any example
     with FakeJudge(chooser=script_chooser(script)) as judge:
-        code = _make_calibrate(tmp_path, judge, monkeypatch)
+        code = _make_calibrate(tmp_path, judge.env(), monkeypatch)
     assert code == 0 and len(judge.bodies) == 4 + PREFLIGHT_REQUESTS  # the preflight's, then one per example
     output = capsys.readouterr().out
     assert "judge judge-b · template factuality@2 · 4 judged, 0 judge error(s)" in output
@@ -174,7 +177,7 @@ def test_make_calibrate_stops_at_the_preflight_when_the_route_ignores_forced_too
 ) -> None:
     """llama-server takes an object tool_choice as `auto`: 80 calibration calls would all fail."""
     with FakeJudge(ignores_forced_choice=True) as judge:
-        code = _make_calibrate(tmp_path, judge, monkeypatch)
+        code = _make_calibrate(tmp_path, judge.env(), monkeypatch)
     captured = capsys.readouterr()
     assert code == 2 and len(judge.bodies) <= PREFLIGHT_REQUESTS  # nothing judged
     assert "judge judge-b: verdict: NOT TRUSTED (refused at the preflight" in captured.out
@@ -188,3 +191,41 @@ def test_make_calibrate_without_a_judge_says_so(
     monkeypatch.setenv("EVAL_JUDGE_PROVIDER", "none")
     assert calibrate_launcher.main([]) == 2
     assert "calibrate: no judge configured" in capsys.readouterr().err
+
+
+def _structured_answer(body: dict[str, Any]) -> tuple[int, Any]:
+    """llama-server's recorded structured-output answer, its content (the one field changed) the scripted label."""
+    status, reply = answer("judge_json_schema_example")
+    prompt = "\n".join(str(message["content"]) for message in body["messages"])
+    chosen = next((LOCAL_JUDGE[number] for number in range(4) if f"marker-{number:02d}" in prompt), "C")
+    reasons = f"The scripted reasons for {chosen}."
+    reply["choices"][0]["message"]["content"] = json.dumps({"reasons": reasons, "choice": chosen})
+    return status, reply
+
+
+def test_make_calibrate_with_a_local_judge_in_json_schema_mode_prints_kappa_and_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """llama-server's way: the preflight and every example asked as structured output, read back as the call."""
+    preflight = ["judge_json_schema_preflight_classification", "judge_json_schema_preflight_forced"]
+    examples: list[Any] = [_structured_answer] * 4
+    with LlamaReplay(chat=[*preflight, *examples]) as server:
+        env = {
+            "EVAL_JUDGE_PROVIDER": "openai",
+            "OPENAI_BASE_URL": server.openai_url,
+            "OPENAI_API_KEY": "local",
+            "EVAL_JUDGE_TOOL_CHOICE": "json_schema",
+        }
+        code = _make_calibrate(tmp_path, env, monkeypatch)
+        sent = server.bodies()
+    assert len(sent) == PREFLIGHT_REQUESTS + 4
+    assert all(body["response_format"]["type"] == "json_schema" and "tools" not in body for body in sent)
+    output = capsys.readouterr().out
+    assert "judge judge-b · template factuality@2 · 4 judged, 0 judge error(s)" in output
+    assert "Cohen's kappa, unweighted       0.500  [" in output  # labels CCCD, judged CCDD: (0.75-0.5)/(1-0.5)
+    assert "verdict: NOT TRUSTED" in output and code == 1
+    info, verdicts = load_verdicts(tmp_path / "results" / "calibration-test")
+    assert sorted((verdict.example_id, verdict.choice) for verdict in verdicts) == [
+        (f"example-{number:02d}", LOCAL_JUDGE[number]) for number in range(4)
+    ]
+    assert info["judge_route"]["judge_tool_choice"] == "json_schema"
