@@ -32,6 +32,7 @@ from localmodel.model import ensure_model
 from localmodel.pins import MODEL
 from localmodel.server import LocalServer, ServerOptions, free_port, token_totals
 from localneon.pg import stop_embedded
+from scorers.judge import JudgePreflightError, preflight
 
 CACHE = REPO_ROOT / ".localmodel"
 TEMPLATE = Path(__file__).with_name("templates") / "smollm2-tools.jinja"
@@ -178,6 +179,38 @@ def run_protocol(server: LocalServer, protocol: Protocol, cases: Path, stamp: st
     return problems
 
 
+def judge_env(url: str, mode: str) -> dict[str, str]:
+    """The judge on the local server (the openai route), its forced call asked as `mode`."""
+    return {
+        "EVAL_JUDGE_PROVIDER": "openai",
+        "OPENAI_BASE_URL": f"{url}/v1",
+        "OPENAI_API_KEY": "local",
+        "EVAL_JUDGE_MODEL": MODEL.alias,
+        "EVAL_JUDGE_TOOL_CHOICE": mode,
+    }
+
+
+def judge_problems(url: str) -> list[str]:
+    """The judge's preflight on the real server: asked as structured output it must pass (what `make
+    calibrate` uses here); autoevals' own object form is expected to be refused (a note, not a failure,
+    should a later llama-server honour it)."""
+    started = time.monotonic()
+    try:
+        preflight(judge_env(url, "json_schema"))
+    except JudgePreflightError as error:
+        return [f"judge: {error}"]
+    print(
+        f"smoke: judge: preflight with EVAL_JUDGE_TOOL_CHOICE=json_schema passed in {time.monotonic() - started:.1f} s"
+    )
+    try:
+        preflight(judge_env(url, "function"))
+    except JudgePreflightError as error:
+        print(f"smoke: judge: autoevals' object tool_choice refused, as expected: {error}")
+    else:
+        print("smoke: judge: note: this server now honours autoevals' object tool_choice")
+    return []
+
+
 def main(argv: Sequence[str] = ()) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     started = time.monotonic()
@@ -195,6 +228,7 @@ def main(argv: Sequence[str] = ()) -> int:
             print(f"smoke: {' '.join(options.arguments())}", flush=True)
             for protocol in chosen:
                 problems += run_protocol(server, protocol, cases, stamp, results)
+            problems += judge_problems(server.url)
     except KeyboardInterrupt:
         print("smoke: interrupted; llama-server stopped", file=sys.stderr)
         return 130

@@ -1,4 +1,4 @@
-"""What the smoke hands `python -m evals`: its cases, its environment, and the processes it looks for after."""
+"""What the smoke hands `python -m evals` (cases, environment), its judge check, and the processes it looks for."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import pytest
 
 from harness.cases import load_cases, load_file
 from localmodel.checks import leftover_processes
-from localmodel.smoke import PROTOCOLS, SMOKE_CASES, TOOL_FILTER, Protocol, eval_env, write_cases
+from localmodel.smoke import PROTOCOLS, SMOKE_CASES, TOOL_FILTER, Protocol, eval_env, judge_problems, write_cases
+from scorers import judge as judge_module
+from tests.fakes.llama_replay import LlamaReplay
 
 URL = "http://127.0.0.1:40123"
 
@@ -89,3 +91,28 @@ def test_leftovers_are_this_checkouts_servers_only(tmp_path: Path) -> None:
     found = leftover_processes(checkout, proc)
     assert [line.split(":")[0] for line in found] == ["101", "102"]
     assert leftover_processes(checkout, tmp_path / "no-proc") == []
+
+
+def test_the_smoke_checks_the_judge_route_on_the_server(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Real llama-server answers: the preflight asked as structured output, then autoevals' object form
+    # (answered as `auto`, in prose).
+    monkeypatch.setattr(judge_module, "_PASSED", set())
+    structured = ["judge_json_schema_preflight_classification", "judge_json_schema_preflight_forced"]
+    with LlamaReplay(chat=[*structured, "openai_tool_choice_object"]) as server:
+        assert judge_problems(server.url) == []
+        sent = server.bodies()
+    assert [body.get("response_format", {}).get("type") for body in sent] == ["json_schema", "json_schema", None]
+    assert sent[2]["tool_choice"] == {"type": "function", "function": {"name": "select_choice"}}
+    printed = capsys.readouterr().out
+    assert "preflight with EVAL_JUDGE_TOOL_CHOICE=json_schema passed" in printed
+    assert "object tool_choice refused, as expected" in printed
+
+
+def test_a_judge_route_that_fails_structured_output_fails_the_smoke(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(judge_module, "_PASSED", set())
+    with LlamaReplay(chat=["openai_tool_choice_object"]) as server:  # prose where JSON was asked for
+        problems = judge_problems(server.url)
+    assert len(problems) == 1 and "EVAL_JUDGE_TOOL_CHOICE=json_schema" in problems[0]
+    assert "No tool call found" in problems[0]
