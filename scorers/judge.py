@@ -15,7 +15,9 @@ route one tiny classification before the first trial, so a refusing route stops 
 of scoring every trial n/a. It also forces a call the model would not make unforced (the prompt asks
 for another tool): a route that ignores forced tool choice (llama-server takes `tool_choice` only as
 a string and turns autoevals' object into `auto`) answers with the other tool or with text, and is
-refused, as one lucky classification would hide it.
+refused, as one lucky classification would hide it. EVAL_JUDGE_TOOL_CHOICE (`function`, `required`,
+`json_schema`; scorers/judge_request.py) asks for the forced call in a form such a server honours;
+`judge_client` is the one place it is applied, and the preflight refuses an unknown value.
 
 The judge never quietly becomes the model under test: when its endpoint is the one the model under
 test is reached at (a local server answers to any model name), the run stops at start unless
