@@ -46,6 +46,7 @@ EMAIL_PASSWORD_REST = {
 }
 OAUTH_FIELDS = ("client_id", "client_secret", "microsoft_tenant_id")
 STANDARD_EMAIL_FIELDS = ("host", "port", "username", "password", "sender_email", "sender_name")
+JSON_TYPES = {bool: "a boolean", str: "a string", int: "an integer"}
 NO_MAIL = (
     "this local server sends no email (it has no mail relay), so the SMTP credentials were not tested; "
     "nothing was saved or changed"
@@ -63,7 +64,7 @@ def _typed(body: dict[str, Any], field: str, kind: type, what: str, *, required:
     if value is None and not required:
         return None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise InvalidRequest(f"{what}: {field} must be a {kind.__name__}, got {value!r}")
+        raise InvalidRequest(f"{what}: {field} must be {JSON_TYPES[kind]}, got {value!r}")
     return value
 
 

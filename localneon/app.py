@@ -83,12 +83,8 @@ def build_app(neon: Neon, settings: Settings, *, token: str | None = None, host:
 
     async def wrong_method(request: Request, exc: Any) -> Response:
         # Neon's error body rather than Starlette's bare text, so a client says which call was refused.
-        allowed = getattr(exc, "headers", None) or {}
-        return JSONResponse(
-            {"code": "", "message": f"{request.method} is not served for {request.url.path}"},
-            405,
-            headers=allowed,
-        )
+        # (No Allow header: each method is its own route, so Starlette's would name only the first.)
+        return JSONResponse({"code": "", "message": f"{request.method} is not served for {request.url.path}"}, 405)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
