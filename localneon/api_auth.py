@@ -5,7 +5,8 @@ Neon Auth tools start from: ``GET`` answers ``NeonAuthIntegration`` (404 when th
 ``POST`` takes ``EnableNeonAuthIntegrationRequest`` (``auth_provider``, optional ``database_name``)
 and answers 201 ``NeonAuthCreateIntegrationResponse``, or 409 when the branch already has one.
 ``GET .../auth/{domains,allow_localhost,email_and_password,oauth_providers,email_provider}`` answer
-the settings the way Neon splits them (secrets redacted); changing them is the MCP tool's job.
+the settings the way Neon splits them (secrets redacted); the calls that change them are in
+``localneon.api_auth_settings``.
 The state is the catalog's, shared with the MCP tools (``localneon.neon_auth``).
 """
 
@@ -19,8 +20,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from localneon import neon_auth
+from localneon.api_auth_settings import auth_settings_routes
 from localneon.api_json import error, json_body
-from localneon.errors import InvalidRequest, NotFound
+from localneon.errors import InvalidRequest, LocalNeonError, NotFound
 
 if TYPE_CHECKING:
     from localneon.api import Api
@@ -44,8 +46,10 @@ def auth_routes(api: Api) -> list[Route]:
         return await api._run(work)
 
     async def create_auth(request: Request) -> Response:
-
-        body = await json_body(request)
+        try:
+            body = await json_body(request)
+        except LocalNeonError as exc:  # a body that is not a JSON object: Neon's 400, not a bare 500
+            return error(exc.status, exc.message, exc.code)
 
         def work() -> Response:
             branch = api._branch(request)
@@ -79,4 +83,5 @@ def auth_routes(api: Api) -> list[Route]:
         Route(PATH, get_auth, methods=["GET"]),
         Route(PATH, create_auth, methods=["POST"]),
         *(Route(f"{PATH}/{part}", settings_view(part), methods=["GET"]) for part in SETTINGS_PARTS),
+        *auth_settings_routes(api),
     ]

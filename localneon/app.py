@@ -81,6 +81,11 @@ def build_app(neon: Neon, settings: Settings, *, token: str | None = None, host:
     async def not_found(request: Request, exc: Any) -> Response:
         return JSONResponse({"code": "", "message": f"no route for {request.method} {request.url.path}"}, 404)
 
+    async def wrong_method(request: Request, exc: Any) -> Response:
+        # Neon's error body rather than Starlette's bare text, so a client says which call was refused.
+        # (No Allow header: each method is its own route, so Starlette's would name only the first.)
+        return JSONResponse({"code": "", "message": f"{request.method} is not served for {request.url.path}"}, 405)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with manager.run(), anyio.create_task_group() as tg:
@@ -97,7 +102,7 @@ def build_app(neon: Neon, settings: Settings, *, token: str | None = None, host:
             Route("/sql", sql_endpoint(neon), methods=["POST"]),
             Mount("/api/v2", routes=Api(neon).routes()),
         ],
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, 405: wrong_method},
         lifespan=lifespan,
     )
     return BearerAuth(app, token)

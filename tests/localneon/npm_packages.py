@@ -1,8 +1,9 @@
 """Neon's client libraries from npm, installed once from the committed lock file.
 
 `tests/localneon/npm/` holds a package.json and package-lock.json pinning `@neondatabase/api-client`
-and `@neondatabase/serverless`. The first use runs `npm ci` there (node_modules is gitignored,
-about 9 MB, ~10 s); later uses find a stamp holding the lock file's hash and install nothing, until
+(the published server 0.6.5's REST client), `@neon/sdk` (the hosted server's, at its repository's
+HEAD) and `@neondatabase/serverless`. The first use runs `npm ci` there (node_modules is gitignored,
+about 13 MB, ~5 s); later uses find a stamp holding the lock file's hash and install nothing, until
 the lock file changes. A file lock keeps two test processes from installing at once.
 """
 

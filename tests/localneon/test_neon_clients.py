@@ -1,10 +1,12 @@
 """localneon driven by Neon's own client libraries from npm, not by code of ours.
 
-`npm/drive.mjs` uses `@neondatabase/api-client` (REST) and `@neondatabase/serverless`'s `neon()`
-(SQL over HTTP, pointed at localneon's `/sql` with `neonConfig.fetchEndpoint`) against the
-session's localneon HTTP server: it creates a project, lists its branches, gets its database and a
-connection URI, runs queries with parameters and a `transaction([...])`, and provokes errors.
-Without node and npm on PATH these tests are skipped, saying so.
+`npm/drive.mjs` uses `@neondatabase/api-client` (REST, what the published server 0.6.5 uses) and
+`@neondatabase/serverless`'s `neon()` (SQL over HTTP, pointed at localneon's `/sql` with
+`neonConfig.fetchEndpoint`) against the session's localneon HTTP server: it creates a project, lists
+its branches, gets its database and a connection URI, runs queries with parameters and a
+`transaction([...])`, and provokes errors. `npm/drive-sdk.mjs` does the same with `@neon/sdk`, the
+client of Neon's hosted server at its repository's HEAD, called as that server calls it, Neon Auth's
+settings writes included. Without node and npm on PATH these tests are skipped, saying so.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def test_a_second_install_is_a_cache_hit(installed: None) -> None:
     assert (NPM_DIR / "node_modules" / "@neondatabase" / "serverless" / "package.json").is_file()
 
 
-def drive(server: HttpServer) -> dict[str, Any]:
+def drive(server: HttpServer, script: str = "drive.mjs") -> dict[str, Any]:
     env = {
         **os.environ,
         "LOCALNEON_API_URL": server.api_url,
@@ -44,7 +46,7 @@ def drive(server: HttpServer) -> dict[str, Any]:
         "LOCALNEON_SQL_URL": f"{server.url}/sql",
     }
     node = shutil.which("node") or "node"
-    proc = subprocess.run([node, "drive.mjs"], cwd=NPM_DIR, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([node, script], cwd=NPM_DIR, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
@@ -87,6 +89,59 @@ def test_neon_clients_drive_localneon(installed: None, http_server: HttpServer) 
 
     project_id = out["created"]["project_id"]
     assert out["deleted"] == project_id
+    with http_server.api() as api:
+        assert api.get(f"/projects/{project_id}").status_code == 404
+
+
+SECRETS = ("client-secret-value", "smtp-password-value")  # what drive-sdk.mjs sends as an OAuth and an SMTP secret
+
+
+def test_neon_sdk_drives_localneon_as_neons_hosted_server_calls_it(installed: None, http_server: HttpServer) -> None:
+    out = drive(http_server, "drive-sdk.mjs")
+    assert not any(secret in json.dumps(out) for secret in SECRETS)  # never stored, never echoed
+
+    account = out["account"]
+    assert account["auth"]["auth_method"] == "api_key_user" and account["auth"]["account_id"] == account["user_id"]
+    assert account["org_ids"] == ["org-localneon"] == [account["org_id"]] and account["members"] == 1
+    assert account["shared"] == {"projects": []}
+
+    project_id = out["deleted"]
+    projects = out["projects"]
+    assert projects["name"] == "sdk-test" and projects["in_org"] and projects["searched"] == [project_id]
+    assert projects["missing"]["name"] == "NeonNotFoundError" and "no-such-project-1" in projects["missing"]["message"]
+
+    rest = out["rest"]
+    assert rest["branches"] == ["main"] and rest["databases"] == ["neondb"] and rest["database"]["name"] == "neondb"
+    # connectionString() with only the project resolves branch, role and database itself (and asks pooled=true).
+    assert rest["resolved"] == rest["explicit"] and urlsplit(rest["resolved"]).hostname == "127.0.0.1"
+    assert rest["branch_endpoints"] == ["read_write"]
+    assert rest["missing_database"]["status"] == 404 and "'nope'" in rest["missing_database"]["message"]
+    assert out["sql"] == {"count": 2}
+
+    branching = out["branching"]
+    assert branching["dev_uri"] and branching["dev_uri"] != rest["resolved"]  # its own database
+    assert branching["diff_mentions_note"] and branching["restored"]
+    assert branching["after_delete"]["name"] == "NeonNotFoundError"
+
+    auth = out["neon_auth"]
+    assert auth["before"]["status"] == 404 and auth["again"]["status"] == 409
+    assert auth["enabled"]["schema_name"] == "neon_auth"
+    # Batch delete: the listed origin is removed, the one never added is skipped, as on Neon.
+    assert auth["domains"] == [{"domain": "https://app.example.com", "auth_provider": "better_auth"}]
+    assert auth["bad_domain"]["status"] == 400 and "plain http://" in auth["bad_domain"]["message"]
+    assert auth["localhost"] == auth["read_back"]["localhost"] == {"allow_localhost": False}
+    assert auth["email_password"] == auth["read_back"]["email_password"]
+    assert auth["email_password"]["disable_sign_up"] is True
+    assert auth["email_password"]["email_verification_method"] == "link"
+    redacted = "***redacted***"
+    assert auth["added"] == {"id": "microsoft", "type": "standard", "client_id": "cid", "client_secret": redacted}
+    assert auth["updated"]["client_id"] == "cid2"
+    assert [p["id"] for p in auth["providers"]] == ["google", "microsoft"]  # github removed
+    assert auth["email_provider"]["password"] == auth["read_back"]["email_provider"]["password"] == "***redacted***"
+    assert auth["read_back"]["email_provider"]["host"] == "smtp.example.com"
+    assert auth["test_email"]["success"] is False and "no mail relay" in auth["test_email"]["error_message"]
+    assert auth["bad_body"]["status"] == 400 and "allow_localhost must be a boolean" in auth["bad_body"]["message"]
+
     with http_server.api() as api:
         assert api.get(f"/projects/{project_id}").status_code == 404
 
