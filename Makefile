@@ -19,9 +19,11 @@ STOP_TEST_PG = $(RELEASE_CLUSTERS)
 # SIGTERM to the group) reaches the command as usual; the recipe's shell only waits it out (its trap
 # runs `true`), then stops the clusters and exits with the command's status, so make stops nothing early.
 THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$status
-# Parallel test workers: half the suite's time is spent waiting on subprocesses and PostgreSQL. Tests of
-# one file stay on one worker (their module fixtures run once); a shared DATABASE_URL cluster runs serially.
-TEST_WORKERS ?= $(if $(DATABASE_URL),0,2)
+# Parallel test workers: most of the suite's time is spent waiting on subprocesses and PostgreSQL, so two
+# workers a core keep the cores busy (capped at 4). Tests of one file stay on one worker (their module
+# fixtures run once); a shared DATABASE_URL cluster runs serially.
+CORES := $(shell nproc 2>/dev/null || echo 1)
+TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( 2 * $(CORES) )); [ $$n -gt 4 ] && n=4; echo $$n))
 
 .PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab smoke
 
