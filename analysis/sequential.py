@@ -26,8 +26,6 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from scipy.special import betainc, betaincc, betaln
-
 FloorVerdict = Literal["above", "below"]
 PairedVerdict = Literal["improved", "regressed", "fine"]
 ABOVE: Final = "above"
@@ -45,6 +43,8 @@ CONCENTRATION = 8.0
 
 def _log_beta_mass(a: float, b: float, low: float, high: float) -> float:
     """log of the integral of x^(a-1) (1-x)^(b-1) over [low, high]."""
+    from scipy.special import betainc, betaincc, betaln  # here, not at import: every eval process loads this module
+
     if high >= 1.0:
         part = float(betaincc(a, b, low)) if low > 0 else 1.0
     elif low <= 0.0:

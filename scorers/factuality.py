@@ -21,9 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from autoevals import LLMClassifier, Score
 
 from harness.cases import Case
@@ -32,6 +31,9 @@ from scorers._common import infra_skip, skipped
 from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_client, judge_settings, record_judge_usage
 from scorers.judge_template import JudgeTemplate, TemplateError, load_template, template_path
 from scorers.spec import ScorerSpec
+
+if TYPE_CHECKING:
+    import openai
 
 NAME = "factuality"
 JUDGE_MAX_TOKENS = 2048
@@ -104,6 +106,8 @@ async def classify(
     conversation: str, expected: str, submission: str, settings: JudgeSettings, template: JudgeTemplate
 ) -> Verdict:
     """Ask the judge once; a failed call comes back as a Verdict with `error` set, never raised."""
+    import openai  # loaded only where a judge is used
+
     try:
         client, meter = judge_client(settings)  # counts the judge's own tokens and cost
     except ValueError as error:  # a judge setting no request can be built from (EVAL_JUDGE_TOOL_CHOICE)

@@ -35,11 +35,10 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
-import openai
 from autoevals import LLMClassifier
 from autoevals.oai import GATEWAY_URL
 
@@ -48,6 +47,9 @@ from harness.models.rules import ModelRules, anthropic_rules, openai_rules, tria
 from harness.recording.records import TrialRecord, Usage
 from scorers.judge_request import DEFAULT_MODE, ToolChoiceModeError, ToolChoiceTransport, parse_mode
 from scorers.judge_request import VARIABLE as TOOL_CHOICE_VARIABLE
+
+if TYPE_CHECKING:  # the SDK is imported where a judge is used: a run without one never loads it
+    import openai
 
 DEFAULT_JUDGE_MODELS = {"braintrust": "claude-haiku-4-5", "anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-mini"}
 DEFAULT_JUDGE_MODEL = DEFAULT_JUDGE_MODELS["anthropic"]
@@ -190,6 +192,8 @@ def judge_client(settings: JudgeSettings, max_retries: int = 3) -> tuple[openai.
     The one place the judge's requests are built: EVAL_JUDGE_TOOL_CHOICE other than `function`
     puts `ToolChoiceTransport` under the SDK (scorers/judge_request.py). An unknown mode raises.
     """
+    import openai
+
     meter = JudgeMeter(settings)
     mode = parse_mode(settings.tool_choice)
     transport = None if mode == DEFAULT_MODE else ToolChoiceTransport(mode)
@@ -403,6 +407,8 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
     key = (settings.provider, settings.base_url, settings.model, mode)
     if key in _PASSED:
         return
+    import openai
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # safe inside a running event loop
         try:
             pool.submit(asyncio.run, _classify_once(settings)).result()
