@@ -21,7 +21,9 @@ STOP_TEST_PG = $(RELEASE_CLUSTERS)
 THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$status
 # Parallel test workers: most of the suite's time is spent waiting on subprocesses and PostgreSQL, so two
 # workers a core keep the cores busy (capped at 4). Tests of one file stay on one worker (their module
-# fixtures run once); a shared DATABASE_URL cluster runs serially.
+# fixtures run once), handed out in the order tests/conftest.py sorts them (whole-eval files first; not
+# pytest-xdist's default of the most tests first, which left the long few-test files for last); a shared
+# DATABASE_URL cluster runs serially.
 CORES := $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( 2 * $(CORES) )); [ $$n -gt 4 ] && n=4; echo $$n))
 
@@ -59,7 +61,7 @@ calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in 
 	$(PY) -m evals.calibrate
 
 test: $(STAMP) browser  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
-	@$(call THEN_STOP,$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile,$(STOP_TEST_PG))
+	@$(call THEN_STOP,$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder,$(STOP_TEST_PG))
 
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .

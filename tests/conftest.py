@@ -32,3 +32,24 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     for pgdata in (TEST_PGDATA, SCORER_PGDATA, FAULTS_PGDATA):
         release(pgdata, os.getpid())
+
+
+def runs_the_cli(item: pytest.Item) -> bool:
+    """Whether `item`'s file runs whole evals in subprocesses (the fault tests, or a file using the CLI helpers)."""
+    module = getattr(item, "module", None)
+    if module is None:
+        return False
+    if module.__name__.startswith("tests.faults."):
+        return True
+    return any(getattr(value, "__module__", None) == "tests.evals.cli" for value in vars(module).values())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files that run whole evals first, the quick ones after (each group in its own order).
+
+    `make test` hands whole files to its workers in this order, so the minutes-long files start at
+    once and the many short ones fill the workers' last minutes, instead of one long file running
+    alone at the end. The sort is stable and depends only on the code, so every worker collects the
+    same order (pytest-xdist requires it).
+    """
+    items.sort(key=lambda item: not runs_the_cli(item))
