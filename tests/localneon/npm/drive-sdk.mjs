@@ -132,29 +132,18 @@ try {
   const updated = await neon.auth.oauthProviders.update(projectId, main.id, 'microsoft', { client_id: 'cid2' });
   await neon.auth.oauthProviders.delete(projectId, main.id, 'github');
   const providers = await neon.auth.oauthProviders.list(projectId, main.id);
-  const emailProvider = await rawCall(raw.updateNeonAuthEmailProvider, {
-    path,
-    body: {
-      type: 'standard',
-      host: 'smtp.example.com',
-      port: 587,
-      username: 'mailer',
-      password: 'smtp-password-value',
-      sender_email: 'noreply@example.com',
-      sender_name: 'Example',
-    },
-  });
+  const smtp = {
+    host: 'smtp.example.com',
+    port: 587,
+    username: 'mailer',
+    password: 'smtp-password-value',
+    sender_email: 'noreply@example.com',
+    sender_name: 'Example',
+  };
+  const emailProvider = await rawCall(raw.updateNeonAuthEmailProvider, { path, body: { type: 'standard', ...smtp } });
   const testEmail = await rawCall(raw.sendNeonAuthTestEmail, {
     path,
-    body: {
-      recipient_email: 'someone@example.com',
-      host: 'smtp.example.com',
-      port: 587,
-      username: 'mailer',
-      password: 'smtp-password-value',
-      sender_email: 'noreply@example.com',
-      sender_name: 'Example',
-    },
+    body: { recipient_email: 'someone@example.com', ...smtp },
   });
   const badBody = await failure(rawCall(raw.updateNeonAuthAllowLocalhost, { path, body: { allow_localhost: 'yes' } }));
   out.neon_auth = {
