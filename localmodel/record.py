@@ -82,21 +82,27 @@ TEXT_CALL_PROMPT = (
 )
 
 
-def record_all(options: ServerOptions, small: ServerOptions, tools: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Every exchange, each in its own file; returns the files written."""
-    few = [t for t in tools if t["name"] in ("run_sql", "get_database_tables", "describe_table_schema")]
+def save_recording(out: Path, name: str, record: dict[str, Any], server: ServerOptions, **about: str) -> Path:
+    """`out/<name>.json`: the exchange, under `made_by` (runtime, model, the server's command, and `about`)."""
+    command = " ".join(server.arguments()).replace(f"{REPO_ROOT}/", "")  # no checkout path in the data
     made_by = {
         "runtime": f"llama-server from {RUNTIME.requirement} (vendored llama.cpp)",
         "model": f"{MODEL.requirement}: {MODEL.file_name}",
+        "command": command,
+        **about,
     }
+    path = out / f"{name}.json"
+    path.write_text(json.dumps({"made_by": made_by, **record}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def record_all(options: ServerOptions, small: ServerOptions, tools: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Every exchange, each in its own file; returns the files written."""
+    few = [t for t in tools if t["name"] in ("run_sql", "get_database_tables", "describe_table_schema")]
     written: list[Path] = []
 
     def save(name: str, record: dict[str, Any], server: ServerOptions) -> None:
-        command = " ".join(server.arguments()).replace(f"{REPO_ROOT}/", "")  # no checkout path in the data
-        record = {"made_by": {**made_by, "command": command}, **record}
-        path = out / f"{name}.json"
-        path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        written.append(path)
+        written.append(save_recording(out, name, record, server))
 
     out.mkdir(parents=True, exist_ok=True)
     with LocalServer(options, out / "server.log") as server:

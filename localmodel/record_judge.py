@@ -12,20 +12,18 @@ test can check that the suite still sends exactly what was recorded.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from autoevals import LLMClassifier
 
-from harness.cases import REPO_ROOT
-from localmodel.pins import MODEL, RUNTIME
-from localmodel.record import exchange
+from localmodel.pins import MODEL
+from localmodel.record import exchange, save_recording
 from localmodel.server import LocalServer, ServerOptions, free_port
 from scorers.factuality import build_classifier, current_template, render_conversation
 from scorers.judge import PREFLIGHT_ANSWER, JudgeSettings, forced_request, preflight_classifier
 from scorers.judge_examples import examples_path, load_examples
-from scorers.judge_request import Mode, rewrite_request
+from scorers.judge_request import rewrite_request
 
 CHAT = "/v1/chat/completions"
 
@@ -58,38 +56,33 @@ def judge_bodies(model: str) -> dict[str, tuple[str, dict[str, Any]]]:
         input=conversation,
     )
 
-    def sent(body: dict[str, Any], mode: Mode) -> dict[str, Any]:
-        return rewrite_request(body, mode)
-
     return {
-        "judge_json_schema_preflight_classification": ("preflight classification", sent(preflight, "json_schema")),
+        "judge_json_schema_preflight_classification": (
+            "preflight classification",
+            rewrite_request(preflight, "json_schema"),
+        ),
         "judge_json_schema_preflight_forced": (
             "preflight forced-choice check",
-            sent(forced_request(settings), "json_schema"),
+            rewrite_request(forced_request(settings), "json_schema"),
         ),
-        "judge_json_schema_example": (f"example {first.id}, label {first.label}", sent(example, "json_schema")),
+        "judge_json_schema_example": (
+            f"example {first.id}, label {first.label}",
+            rewrite_request(example, "json_schema"),
+        ),
         "judge_json_schema_unbounded": (
             "preflight classification, no maxLength",
-            unbounded(sent(preflight, "json_schema")),
+            unbounded(rewrite_request(preflight, "json_schema")),
         ),
-        "judge_required_preflight_classification": ("preflight classification", sent(preflight, "required")),
-        "judge_required_example": (f"example {first.id}, label {first.label}", sent(example, "required")),
+        "judge_required_preflight_classification": ("preflight classification", rewrite_request(preflight, "required")),
+        "judge_required_example": (f"example {first.id}, label {first.label}", rewrite_request(example, "required")),
     }
 
 
 def main(out: Path, binary: Path, model: Path, template: Path | None, log: Path) -> int:
     options = ServerOptions(binary, model, MODEL.alias, free_port(), MODEL.context_window, chat_template=template)
-    command = " ".join(options.arguments()).replace(f"{REPO_ROOT}/", "")  # no checkout path in the data
-    made_by = {
-        "runtime": f"llama-server from {RUNTIME.requirement} (vendored llama.cpp)",
-        "model": f"{MODEL.requirement}: {MODEL.file_name}",
-        "command": command,
-    }
     out.mkdir(parents=True, exist_ok=True)
     with LocalServer(options, log) as server:  # the log stays out of the recordings' folder
         for name, (what, body) in judge_bodies(MODEL.alias).items():
-            record = {"made_by": {**made_by, "what": what}, **exchange(server.url, "POST", CHAT, body)}
-            path = out / f"{name}.json"
-            path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            print(path, flush=True)
+            record = exchange(server.url, "POST", CHAT, body)
+            print(save_recording(out, name, record, options, what=what), flush=True)
     return 0
