@@ -55,8 +55,7 @@ DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"
 _SYSTEM_SETTINGS = {
     "shared_preload_libraries": "pg_stat_statements",
     "max_connections": "300",
-    "pg_stat_statements.track": "top",
-}
+}  # pg_stat_statements.track stays at its default, "top", except for the superuser (_untrack_upkeep)
 TCP_HOST = "127.0.0.1"
 PORT_FILE = "localneon.port"
 
@@ -258,7 +257,27 @@ def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
     new_uri = _read_uri(pgdata)
     if new_uri is None:
         raise ClusterError(f"embedded PostgreSQL did not come back after reconfiguration; see {pgdata / 'log'}")
+    if "shared_preload_libraries" in settings:
+        _untrack_upkeep(new_uri)
     return new_uri
+
+
+def _untrack_upkeep(uri: str) -> None:
+    """Keep the superuser's own statements out of ``pg_stat_statements``.
+
+    The twin's upkeep (catalog queries, clones, a ``pg_dump`` per branch for every integrity check)
+    runs as the superuser, and each database's dump alone adds about a hundred entries: in a busy
+    cluster they filled the 5,000 slots and evicted the statements a model (or Neon's
+    ``list_slow_queries``) came to read. No project role ever sees the superuser's entries, so they
+    are not recorded at all; the setting is the role's own, so new sessions pick it up."""
+    with psycopg.connect(uri, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_db_role_setting WHERE setdatabase = 0 AND setrole = "
+            "(SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) "
+            "AND 'pg_stat_statements.track=none' = ANY(setconfig)"
+        ).fetchone()
+        if row is None:
+            conn.execute("ALTER ROLE CURRENT_USER SET pg_stat_statements.track = 'none'")
 
 
 def _system_user() -> str | None:
@@ -377,7 +396,8 @@ def start_embedded(pgdata: Path | None = None, *, lease: bool = True) -> Cluster
     """Init (if needed) and start the embedded server, or reuse the one already running.
 
     With ``lease``, this process holds a lease on it until it exits (or calls ``release``)."""
-    pgdata = pgdata or pgdata_path()
+    # Absolute: the server runs inside its data directory, so a relative socket folder would not resolve.
+    pgdata = pgdata.expanduser().resolve() if pgdata else pgdata_path()
     _check_path(pgdata)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     system_user = _system_user()

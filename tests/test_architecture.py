@@ -119,3 +119,24 @@ def test_each_folder_keeps_to_its_role(package: str, must_not_import: tuple[str,
         if dep.split(".")[0] in must_not_import
     )
     assert not wrong, "\n".join(wrong)
+
+
+# Every `braintrust eval` process, a control-agent run included, loads the wiring and registers every
+# provider; these libraries are only for the runs that use them and cost about 2 CPU-seconds together.
+HEAVY_LIBRARIES = ("anthropic", "openai", "bm25s", "scipy")
+
+
+def test_loading_the_evals_and_every_provider_leaves_the_model_libraries_unloaded() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, evals._wiring\n"
+        "from harness.models.providers.registry import provider_specs\n"
+        "provider_specs()\n"
+        f"print(sorted(name for name in {HEAVY_LIBRARIES!r} if name in sys.modules))\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", f"loaded at import: {done.stdout.strip()}"

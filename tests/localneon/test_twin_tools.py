@@ -348,3 +348,22 @@ async def test_pg_stat_statements_as_neons_list_slow_queries_reads_it(http_serve
             ok(await call(client, "list_slow_queries", projectId=project.id, minExecutionTime=0, limit=100))
         )
         assert any("stat_marker" in q["query"] for q in slow["slow_queries"])
+
+
+def test_the_twins_own_upkeep_leaves_pg_stat_statements_to_the_user(neon: Neon, project: Proj) -> None:
+    """The superuser's statements (clones, catalog reads, a pg_dump per branch) are not recorded:
+    in a busy cluster they filled pg_stat_statements and evicted the user's own entries."""
+    if not neon.cluster.embedded:
+        return  # an external DATABASE_URL server keeps its own settings
+    target = neon.target(project.id)
+    with psycopg.connect(neon.cluster.conninfo(target.database.pg_name), autocommit=True) as admin:
+        admin.execute("SELECT 'upkeep_marker' AS upkeep_marker")
+        with psycopg.connect(neon.role_conninfo(target), autocommit=True) as user:
+            user.execute("SELECT 'user_marker' AS user_marker")
+        recorded = admin.execute(
+            "SELECT query FROM pg_localneon_stats.pg_stat_statements WHERE query LIKE '%AS %\\_marker' "
+            "AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+    queries = [q for (q,) in recorded]
+    assert any("user_marker" in q for q in queries), queries
+    assert not any("upkeep_marker" in q for q in queries), queries

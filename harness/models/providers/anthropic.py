@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import braintrust
-from anthropic import AsyncAnthropic, BadRequestError, InternalServerError
 
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
@@ -88,6 +87,10 @@ class AnthropicProvider:
         self.claude = model.startswith("claude-") or self.rules.price is not None
         self._context_window = context_window or self.rules.context_window
         self._api_key = api_key
+        # The SDK loads here, not when the provider registers: every `braintrust eval` (a control-agent
+        # run included) discovers every provider, and importing the SDK costs about a second of CPU.
+        from anthropic import AsyncAnthropic
+
         client = AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
         self._raw = client
         self.client = braintrust.wrap_anthropic(client)
@@ -129,6 +132,8 @@ class AnthropicProvider:
         max_tokens: int,
         temperature: float | None,
     ) -> ModelTurn:
+        from anthropic import BadRequestError, InternalServerError
+
         kwargs = self.request(
             system=system, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature
         )

@@ -19,8 +19,6 @@ import random
 import re
 from typing import Any
 
-import bm25s
-
 from harness.models.providers.base import Provider, TrialContext
 from harness.models.providers.control import (
     CONTROL_AGENTS,
@@ -49,6 +47,8 @@ def words(text: str) -> str:
 
 def rank_tools(query: str, tools: list[dict[str, Any]]) -> list[float]:
     """BM25 score of every tool's name and description for `query` (same order as `tools`)."""
+    import bm25s  # here, not at import: every eval process registers this provider; few rank with it
+
     corpus = [words(f"{tool['name']} {tool.get('description') or ''}") for tool in tools]
     tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False, return_ids=False)
     retriever = bm25s.BM25()

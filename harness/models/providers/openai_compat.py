@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import braintrust
-from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
@@ -144,6 +143,8 @@ class OpenAICompatProvider:
         self.base_url = base_url
         self._context_window = context_window or openai_rules(model).context_window
         self._api_key = api_key
+        from openai import AsyncOpenAI  # loaded here, not when the provider registers (as anthropic.py)
+
         client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries)
         self._raw = client
         self.client = braintrust.wrap_openai(client)
@@ -160,6 +161,8 @@ class OpenAICompatProvider:
         max_tokens: int,
         temperature: float | None,
     ) -> ModelTurn:
+        from openai import BadRequestError, InternalServerError
+
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(system, messages)}
         kwargs["max_tokens"] = max_tokens
         if tools:
