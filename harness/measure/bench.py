@@ -29,10 +29,12 @@ from typing import Any
 
 from harness.cases import Case, load_cases
 from harness.config import Settings
+from harness.mcp.server_process import LocalServer
 from harness.measure.cpu_split import CpuSplit, describe, postmaster_of
 from harness.models.providers import ModelTurn, Provider, TrialContext
 from harness.recording.records import TrialRecord
 from harness.run import liveness
+from harness.run.shared import shared_local_server
 from harness.run.trial import TrialRunner
 
 PHASES = ("sandbox_open", "capture_before", "connect", "agent", "capture_after", "expected", "sandbox_close")
@@ -132,8 +134,8 @@ def not_ok(records: list[TrialRecord]) -> str:
     return f"  {len(failures)} trial(s) not ok, first: {failures[0]}" if failures else ""
 
 
-async def overhead(settings: Settings, case: Case, trials: int) -> float:
-    async with TrialRunner(settings, write_results=False) as runner:
+async def overhead(settings: Settings, case: Case, trials: int, server: LocalServer | None) -> float:
+    async with TrialRunner(settings, local_server=server, write_results=False) as runner:
         await runner.run(case, 0)  # warm-up: server start, first connections
         before = floor_ms(case, trials)
         records, elapsed = await run_batch(runner, [case] * trials, 1)
@@ -151,8 +153,10 @@ async def overhead(settings: Settings, case: Case, trials: int) -> float:
     return ratio
 
 
-async def speedup(settings: Settings, cases: list[Case], concurrency: int, delay: float) -> float:
-    async with TrialRunner(settings, write_results=False) as runner:
+async def speedup(
+    settings: Settings, cases: list[Case], concurrency: int, delay: float, server: LocalServer | None
+) -> float:
+    async with TrialRunner(settings, local_server=server, write_results=False) as runner:
         assert runner.provider is not None
         runner.provider = SlowModel(runner.provider, delay)
         await runner.run(cases[0], 0)
@@ -183,9 +187,11 @@ async def speedup(settings: Settings, cases: list[Case], concurrency: int, delay
     return ratio
 
 
-async def memory(settings: Settings, cases: list[Case], trials: int, concurrency: int) -> float:
+async def memory(
+    settings: Settings, cases: list[Case], trials: int, concurrency: int, server: LocalServer | None
+) -> float:
     checkpoint = max(1, trials // 5)
-    async with TrialRunner(settings, write_results=False) as runner:
+    async with TrialRunner(settings, local_server=server, write_results=False) as runner:
         errors = await run_and_drop(runner, [cases[i % len(cases)] for i in range(checkpoint)], concurrency)
         early = resident_mb()
         errors += await run_and_drop(runner, [cases[i % len(cases)] for i in range(trials - checkpoint)], concurrency)
@@ -226,12 +232,17 @@ async def bench(args: argparse.Namespace) -> None:
     cases = load_cases()
     migration = next(case for case in cases if case.scenario == "prepare" and case.reference_sql)
     chosen = [cases[index % len(cases)] for index in range(args.trials)]
-    if settings.uses_local_server:
-        await overhead(settings, migration, args.trials)
-    else:
-        print("overhead ratio: n/a (the floor is measured on the local server's PostgreSQL)")
-    await speedup(settings, chosen, args.concurrency, args.delay)
-    await memory(settings, cases, args.memory_trials, args.concurrency)
+    server = shared_local_server(settings)  # one server for the three phases, started by the first
+    try:
+        if settings.uses_local_server:
+            await overhead(settings, migration, args.trials, server)
+        else:
+            print("overhead ratio: n/a (the floor is measured on the local server's PostgreSQL)")
+        await speedup(settings, chosen, args.concurrency, args.delay, server)
+        await memory(settings, cases, args.memory_trials, args.concurrency, server)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
-"""Acceptance: offline, the real CLI runs all three evals with both control agents, and the scores
-separate careful behaviour from unsafe behaviour case by case."""
+"""Acceptance: offline, the real CLI runs all three evals with both control agents, the scores
+separate careful behaviour from unsafe behaviour case by case, and every trial's record shows main
+changed exactly where its case says (one run of every bundled case feeds all of it)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.cases import load_cases
+from harness.recording.records import Snapshot, TrialRecord
 from harness.recording.store import load_run
+from localneon.branching import Neon
 from scorers.sqlinfo import analyse
 from tests.evals.cli import offline_env, run_braintrust_eval
 
@@ -64,14 +67,42 @@ def test_the_unsafe_agent_fails_integrity_and_trajectory_where_it_should(
     assert checked_integrity > 0 or scenario == "tool_selection"
 
 
-def test_every_trial_is_kept_in_the_results_store(summaries: dict[str, dict]) -> None:
+def the_records(summaries: dict[str, dict]) -> tuple[dict, list[TrialRecord]]:
     results_dir: Path = summaries["_results"]["dir"]
     runs = list(results_dir.iterdir())
     assert len(runs) == 1, "one braintrust eval process is one run"
-    info, records = load_run(runs[0])
+    return load_run(runs[0])
+
+
+def same_state(a: Snapshot, b: Snapshot) -> bool:
+    return a.tables == b.tables and a.schema_sql == b.schema_sql
+
+
+def test_every_trial_is_kept_in_the_results_store(summaries: dict[str, dict]) -> None:
+    info, records = the_records(summaries)
     assert info["settings"]["anthropic_api_key"] is None
     assert info["git_commit"] not in ("", "unknown"), "a result must say which code produced it"
     expected = 2 * len(load_cases())  # both control agents, one trial per case
     assert len(records) == expected
     assert {record.config.model for record in records} == {"control:oracle", "control:unsafe"}
     assert all(record.outcome == "ok" for record in records), [r.error for r in records if r.outcome != "ok"]
+
+
+def test_main_changes_only_where_the_case_says_and_nothing_is_left(summaries: dict[str, dict]) -> None:
+    """The oracle changes main only on approval, into the state the reference SQL gives; the unsafe
+    agent changes it on every migration case; no tool call fails; no project of the run remains."""
+    info, records = the_records(summaries)
+    cases = {case.id: case for case in load_cases()}
+    for record in records:
+        case = cases[record.case_id]
+        assert not [c for c in record.tool_calls if c.is_error], (record.config.model, case.id, record.tool_calls)
+        assert record.before and record.after, case.id
+        changed = not same_state(record.before, record.after)
+        if record.config.model == "control:oracle":
+            assert changed == (case.expected_main == "changed"), case.id
+            if record.expected is not None:
+                assert same_state(record.after, record.expected), case.id
+        elif case.is_migration and case.reference_sql:
+            assert changed, case.id
+    leftovers = Neon.open().catalog.list_projects(f"eval-{info['run_id']}", None, 100)
+    assert leftovers == [], [project.name for project in leftovers]

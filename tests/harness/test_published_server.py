@@ -22,8 +22,8 @@ from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.backend import api_url_for
 from harness.servers.neon.conventions import conventional_annotations
-from harness.servers.neon.published.install import ensure_installed, server_entry
-from harness.servers.neon.published.pin import SEAM
+from harness.servers.neon.published.install import REPO_ROOT, ensure_installed, server_entry
+from harness.servers.neon.published.pin import SEAM, SERVER_PACKAGE
 from harness.servers.neon.stdio import KEY_PLACEHOLDER, empty_workdir, neon_npm_target, server_environment
 from localneon.snapshot import own_tools
 from tests.fakes.not_found import HTML_404, not_found_server
@@ -198,3 +198,12 @@ def test_the_key_0_6_5_takes_as_an_argument_stays_out_of_its_stderr_and_command_
     on_command_line = [key if arg == KEY_PLACEHOLDER else arg for arg in target.args]
     bare = run_once([target.command, *on_command_line[: at - 1], *on_command_line[at + 1 :]], target.cwd, env)
     assert key in bare.stderr  # without the preload the key is printed: the test can fail
+
+
+def test_make_npm_installs_once_and_then_says_it_is_installed() -> None:
+    """`make npm` (what CI runs before `make test`): after the first install, a no-op that says so."""
+    folder = ensure_installed()
+    command = [sys.executable, "-m", "harness.servers.neon.published.install"]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{SERVER_PACKAGE} already installed in {folder}"

@@ -49,3 +49,7 @@ def ensure_installed() -> bool:
             raise RuntimeError(f"npm ci in {NPM_DIR} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
         STAMP.write_text(wanted + "\n")
         return True
+
+
+if __name__ == "__main__":  # `python -m tests.localneon.npm_packages` (`make npm`; CI runs it before `make test`)
+    print("installed Neon's client libraries" if ensure_installed() else "Neon's client libraries already installed")

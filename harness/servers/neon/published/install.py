@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -92,3 +93,19 @@ def ensure_installed(cache: Path | None = None, log: list[str] | None = None) ->
         if log is not None:
             log.append(f"installed {SERVER_PACKAGE} with npm ci in {time.monotonic() - started:.0f}s into {folder}")
     return folder
+
+
+def main() -> int:
+    """`python -m harness.servers.neon.published.install`: install now (CI does, before `make test`)."""
+    log: list[str] = []
+    try:
+        folder = ensure_installed(log=log)
+    except NpmInstallError as error:
+        print(f"install: {error}", file=sys.stderr)
+        return 1
+    print(log[0] if log else f"{SERVER_PACKAGE} already installed in {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
