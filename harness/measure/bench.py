@@ -162,12 +162,12 @@ async def speedup(
         await runner.run(cases[0], 0)
         rates: dict[int, float] = {}
         cpu_per_trial = 0.0
-        server = runner.server.process.pid if runner.server and runner.server.process else None
-        postmaster = postmaster_of(liveness.pgdata_dir()) if server else None
+        server_pid = runner.server.process.pid if runner.server and runner.server.process else None
+        postmaster = postmaster_of(liveness.pgdata_dir()) if server_pid else None
         for level in (1, concurrency):
-            before = CpuSplit.now(server, postmaster)
+            before = CpuSplit.now(server_pid, postmaster)
             records, elapsed = await run_batch(runner, cases, level)
-            split = CpuSplit.now(server, postmaster).since(before, len(records))
+            split = CpuSplit.now(server_pid, postmaster).since(before, len(records))
             cpu_per_trial = sum(split.values())
             rates[level] = len(records) / elapsed
             print(
