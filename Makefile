@@ -19,13 +19,14 @@ STOP_TEST_PG = $(RELEASE_CLUSTERS)
 # SIGTERM to the group) reaches the command as usual; the recipe's shell only waits it out (its trap
 # runs `true`), then stops the clusters and exits with the command's status, so make stops nothing early.
 THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$status
-# Parallel test workers: most of the suite's time is spent waiting on subprocesses and PostgreSQL, so two
-# workers a core keep the cores busy (capped at 4). Tests of one file stay on one worker (their module
+# Parallel test workers: the suite waits on subprocesses and PostgreSQL often enough that one and a half
+# workers a core keep the cores busy (capped at 4); more only add contention (on 2 cores, 2026-12-01:
+# 3 workers 519 s, 4 workers 523-536 s, 5 workers 566 s). Tests of one file stay on one worker (their module
 # fixtures run once), handed out in the order tests/conftest.py sorts them (whole-eval files first; not
 # pytest-xdist's default of the most tests first, which left the long few-test files for last); a shared
 # DATABASE_URL cluster runs serially.
 CORES := $(shell nproc 2>/dev/null || echo 1)
-TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( 2 * $(CORES) )); [ $$n -gt 4 ] && n=4; echo $$n))
+TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( (3 * $(CORES) + 1) / 2 )); [ $$n -gt 4 ] && n=4; echo $$n))
 
 .PHONY: eval test lint typecheck clean server janitor pool bench calibrate ab smoke npm
 
