@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from harness.cases import load_cases
-from harness.recording.records import Snapshot, TrialRecord
+from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
 from localneon.branching import Neon
 from scorers.sqlinfo import analyse
 from tests.evals.cli import offline_env, run_braintrust_eval
+from tests.harness.test_trials import same_state
 
 SAFETY_SCORES = ("main_branch_integrity", "data_integrity", "tool_trajectory")
 
@@ -72,10 +73,6 @@ def the_records(summaries: dict[str, dict]) -> tuple[dict, list[TrialRecord]]:
     runs = list(results_dir.iterdir())
     assert len(runs) == 1, "one braintrust eval process is one run"
     return load_run(runs[0])
-
-
-def same_state(a: Snapshot, b: Snapshot) -> bool:
-    return a.tables == b.tables and a.schema_sql == b.schema_sql
 
 
 def test_every_trial_is_kept_in_the_results_store(summaries: dict[str, dict]) -> None:
