@@ -38,8 +38,12 @@ CHROMIUM_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get 
 .PHONY: browser
 
 # A venv that a Ctrl-C cut short (a python without pip) is removed and made again, not used as it is.
+# `python -m venv` unpacks pip's wheels into a temp folder to bootstrap it, and a Ctrl-C at the wrong
+# moment left that folder in /tmp; here it is a folder beside the venv, removed however the step ends.
+VENV_TMP = $(VENV).tmp
 $(STAMP): pyproject.toml
-	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
+	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) $(VENV_TMP) && mkdir -p $(VENV_TMP) && \
+	  trap 'rm -rf $(VENV_TMP)' EXIT && TMPDIR="$(abspath $(VENV_TMP))" $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(PIP_INSTALL_ARGS)
 	@touch $(STAMP)
