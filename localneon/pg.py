@@ -235,7 +235,8 @@ def _require_passwords_over_tcp(pgdata: Path) -> bool:
 def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
     """Apply the one-time settings and the TCP listener; restart when either changed. Caller holds the lock."""
     settings = dict(_SYSTEM_SETTINGS)
-    if not (embedded_bin().parent / "lib" / "pg_stat_statements.so").exists():
+    with_stats = (embedded_bin().parent / "lib" / "pg_stat_statements.so").exists()
+    if not with_stats:
         # Preloading a library the package does not ship would stop the server from starting.
         settings = {k: v for k, v in settings.items() if "pg_stat_statements" not in k + v}
     changed = False
@@ -257,7 +258,7 @@ def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
     new_uri = _read_uri(pgdata)
     if new_uri is None:
         raise ClusterError(f"embedded PostgreSQL did not come back after reconfiguration; see {pgdata / 'log'}")
-    if "shared_preload_libraries" in settings:
+    if with_stats:
         _untrack_upkeep(new_uri)
     return new_uri
 
