@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from harness.clock import Clock, system_clock
 from harness.mcp.toolview import DECOYS, load_overrides
+from harness.models.agent import DEFAULT_MAX_RESULT_BYTES
 from harness.models.providers.control import FALLBACK_MODELS
 from harness.models.providers.registry import declared_env, provider_spec, provider_specs, rules_for
 from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning, end_of_life_refusal
@@ -37,6 +38,8 @@ NUMBER_BOUNDS: dict[str, tuple[float, bool, str]] = {
     "EVAL_MAX_TURNS": (1, True, "a whole number of model calls, at least 1"),
     "EVAL_MAX_TOKENS": (1, True, "a whole number of tokens, at least 1"),
     "EVAL_TRIAL_TIMEOUT": (0, False, "a number of seconds above 0"),
+    "EVAL_CAPTURE_TIMEOUT": (0, False, "a number of seconds above 0"),
+    "EVAL_MAX_TOOL_RESULT_BYTES": (1000, True, "a whole number of bytes, at least 1000"),
 }
 DEFAULT_NEON_API_URL = "https://console.neon.tech/api/v2"
 DEFAULT_NEON_MCP_URL = "https://mcp.neon.tech/mcp"
@@ -75,6 +78,10 @@ class Settings(BaseModel):
     temperature: float | None = None
     system_prompt: str | None = None
     trial_timeout: float = Field(default=300.0, gt=0)
+    # EVAL_CAPTURE_TIMEOUT: the bound on one state capture (schema, data, the sessions ended before it),
+    # outside the trial's own timeout: a run ends within the trial timeout plus this.
+    capture_timeout: float = Field(default=60.0, gt=0)
+    max_tool_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1000)  # EVAL_MAX_TOOL_RESULT_BYTES
     tool_descriptions: Path | None = None
     server_descriptions: Path | None = None  # LOCALNEON_DESCRIPTIONS: the local server's own variant file
     decoys: int = Field(default=0, ge=0)
@@ -371,6 +378,8 @@ def _parse(env: Mapping[str, str]) -> Settings:
         ("EVAL_MAX_TOKENS", "max_tokens", int),
         ("EVAL_TEMPERATURE", "temperature", float),
         ("EVAL_TRIAL_TIMEOUT", "trial_timeout", float),
+        ("EVAL_CAPTURE_TIMEOUT", "capture_timeout", float),
+        ("EVAL_MAX_TOOL_RESULT_BYTES", "max_tool_result_bytes", int),
         ("EVAL_DECOYS", "decoys", int),
         ("EVAL_TOOL_SHUFFLE_SEED", "tool_shuffle_seed", int),
     ):

@@ -12,9 +12,10 @@ from typing import Any
 from autoevals import Score
 
 from harness.cases import Case
+from harness.recording.dumps import normalise_dump
 from harness.recording.records import Snapshot, TrialRecord
 from scorers._common import main_snapshots, snapshot_problem
-from scorers.dumps import capped_diff, normalise_dump
+from scorers.dumps import capped_diff
 from scorers.spec import ScorerSpec
 
 NAME = "main_branch_integrity"

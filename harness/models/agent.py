@@ -34,6 +34,9 @@ from harness.models.textcalls import text_tool_calls
 from harness.recording.records import Outcome, ToolCall, Usage
 
 RESULT_EXCERPT = 4000
+# EVAL_MAX_TOOL_RESULT_BYTES: the most of one tool result a model is sent, whatever the server returns (a
+# model that selects 200 MB must not get 200 MB, nor the harness keep it).
+DEFAULT_MAX_RESULT_BYTES = 200_000
 EMPTY_ANSWER = "(the model returned no content)"
 UNPARSABLE = "_unparsable_arguments"  # the key a provider puts a call's raw, non-JSON-object arguments under
 # stop_reason -> the outcome that ends the trial, and why (a model's doing, not infrastructure).
@@ -86,6 +89,7 @@ class LoopSettings:
     max_tokens: int = 4096
     temperature: float | None = None
     tool_timeout: float | None = 120.0
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     scrub: Callable[[str], str] = field(default=lambda text: text)
 
 
@@ -117,6 +121,7 @@ async def execute_tool(
         except Exception as error:
             raise InfraError(f"tool {name}: {type(error).__name__}: {loop.scrub(str(error))}") from error
         duration = (time.perf_counter() - started) * 1000
+        text, size, cut = cut_result(text, loop.max_result_bytes)
         span.log(output=loop.scrub(text[:RESULT_EXCERPT]), metadata={"is_error": is_error, "kind": kind})
     excerpt = loop.scrub(text if len(text) <= RESULT_EXCERPT else text[:RESULT_EXCERPT] + " [truncated]")
     call = ToolCall(
@@ -130,6 +135,8 @@ async def execute_tool(
         unknown=kind == "unknown",
         duration_ms=round(duration, 2),
         turn=turn,
+        result_bytes=size,
+        result_cut=cut,
     )
     answer: dict[str, Any] = {
         "type": "tool_result",
@@ -209,6 +216,17 @@ async def run_agent(
         follow_up = pending.pop(0)
         state.follow_ups_sent.append(follow_up)
         state.messages.append({"role": "user", "content": follow_up})
+
+
+def cut_result(text: str, limit: int) -> tuple[str, int, bool]:
+    """(the text the model gets, the result's size in bytes, whether it was cut): cut at a UTF-8
+    character boundary, with a note the model reads saying how much it did not get."""
+    size = len(text.encode("utf-8"))
+    if size <= limit:
+        return text, size, False
+    head = text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+    note = f"\n[the eval harness cut this tool result at {limit} of its {size} bytes: narrow the query to see the rest]"
+    return head + note, size, True
 
 
 def stop_outcome(turn: ModelTurn, loop: LoopSettings) -> tuple[Outcome, str]:

@@ -50,6 +50,8 @@ class ToolCall(BaseModel):
     unknown: bool = False  # the model named a tool that was not offered
     duration_ms: float = 0.0
     turn: int = 0  # index of the model turn that issued it (0-based)
+    result_bytes: int = 0  # the result's size as the server sent it (UTF-8)
+    result_cut: bool = False  # the model got only the first EVAL_MAX_TOOL_RESULT_BYTES of it
 
 
 class TableFingerprint(BaseModel):
@@ -64,7 +66,12 @@ class Snapshot(BaseModel):
 
     schema_sql: str | None = None  # raw `pg_dump --schema-only` text (or Neon's schema endpoint)
     tables: dict[str, TableFingerprint] = Field(default_factory=dict)  # key: "schema.table"
+    # What the dump leaves out but a later trial would feel: role and database settings, grants.
+    environment: dict[str, list[str]] = Field(default_factory=dict)
     error: str | None = None  # why capture failed, if it did
+    # Whose failure `error` is: "model" when what the model left (its settings, limits, objects) made
+    # main uncapturable (the integrity scores are then 0, not n/a), else "infrastructure".
+    fault: Literal["model", "infrastructure"] | None = None
 
     @property
     def dump_complete(self) -> bool:
@@ -145,7 +152,10 @@ class TrialRecord(BaseModel):
     turns: int = 0  # model calls made
     outcome: Outcome = "ok"
     error: str | None = None  # reason for a non-ok outcome
-    cleanup_error: str | None = None  # cleanup trouble, recorded but never fatal
+    cleanup_error: str | None = None  # a sandbox that could not be cleaned up: the run fails (exit 1)
+    # What the harness did about the sandbox that a reader should know (a pool project that no longer
+    # held its fixture was replaced before this trial, and how it differed).
+    sandbox_notes: list[str] = Field(default_factory=list)
     started_at: str = ""  # ISO 8601, UTC
     # Seconds spent waiting for a model slot (EVAL_PROVIDER_CONCURRENCY) before the trial started: not in
     # duration_s, not under EVAL_TRIAL_TIMEOUT, as waiting in a queue is not the model's doing.

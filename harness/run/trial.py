@@ -232,6 +232,7 @@ class TrialRunner:
     async def _run(self, case: Case, trial_index: int, record: TrialRecord, state: AgentState) -> None:
         assert self.backend is not None and self.provider is not None
         backend, timings = self.backend, record.timings
+        capture_timeout = self.settings.capture_timeout
         label = f"{secrets.token_hex(3)}-{case.id}-{trial_index}"  # random first: it survives truncation
         clock = time.perf_counter()
         info: SandboxInfo | None = None
@@ -243,7 +244,10 @@ class TrialRunner:
                 record.default_branch_id = info.branch_id
                 record.default_branch_name = info.branch_name
                 clock = time.perf_counter()
-                record.before = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
+                record.sandbox_notes = list(info.notes)
+                record.before = info.before or await capture(
+                    backend.api, info.project_id, info.branch_id, info.database, info.role, timeout=capture_timeout
+                )
                 timings["capture_before"] = _lap(clock)
                 try:
                     if case.expected_main == "changed":  # main as the agent found it, for the expected state
@@ -262,12 +266,21 @@ class TrialRunner:
                     clock = time.perf_counter()
                     harness_branches = {start_copy.branch_id} if start_copy else set()
                     record.branches_left = await backend.sandbox.branches_left(info, harness_branches)
-                    record.after = await capture(backend.api, info.project_id, info.branch_id, info.database, info.role)
+                    record.after = await capture(
+                        backend.api,
+                        info.project_id,
+                        info.branch_id,
+                        info.database,
+                        info.role,
+                        timeout=capture_timeout,
+                        after_model=True,
+                    )
                     timings["capture_after"] = _lap(clock)
                     if start_copy is not None:
                         clock = time.perf_counter()
-                        record.expected = await expected_from_copy(backend.api, start_copy, case)
+                        record.expected = await expected_from_copy(backend.api, start_copy, case, capture_timeout)
                         timings["expected"] = round(timings["expected"] + _lap(clock), 4)
+                    # A capture the model itself made fail is its failure (scored as damage), not ours.
                     failed = [
                         f"{name}: {snap.error}"
                         for name, snap in (
@@ -275,7 +288,7 @@ class TrialRunner:
                             ("after", record.after),
                             ("expected", record.expected),
                         )
-                        if snap is not None and snap.error
+                        if snap is not None and snap.error and (name == "before" or snap.fault != "model")
                     ]
                     if failed and record.outcome == "ok":
                         # Without its snapshots the trial proves nothing about main: never a pass.
@@ -332,6 +345,7 @@ class TrialRunner:
                     max_tokens=settings.max_tokens,
                     temperature=settings.temperature,
                     scrub=self.scrub,
+                    max_result_bytes=settings.max_tool_result_bytes,
                 )
                 clock = time.perf_counter()
                 await run_agent(provider, view, connection, state, record.input, follow_ups, loop)

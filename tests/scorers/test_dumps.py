@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from scorers.dumps import DIFF_LINE_CAP, capped_diff, normalise_dump
+from harness.recording.dumps import normalise_dump
+from scorers.dumps import DIFF_LINE_CAP, capped_diff
 from tests.scorers.conftest import Captured
 
 

@@ -315,6 +315,14 @@ class NeonAPI:
         body = await self.request("GET", f"/projects/{project_id}/branches/{branch_id}/roles")
         return list(body.get("roles", []))
 
+    async def branch_endpoints(self, project_id: str, branch_id: str) -> list[dict[str, Any]]:
+        body = await self.request("GET", f"/projects/{project_id}/branches/{branch_id}/endpoints")
+        return list(body.get("endpoints", []))
+
+    async def restart_endpoint(self, project_id: str, endpoint_id: str) -> None:
+        """Restart a compute: every session on it ends (the harness's way to end a model's sessions)."""
+        await self._mutate("POST", f"/projects/{project_id}/endpoints/{endpoint_id}/restart", project_id)
+
     def _forget_uris(self, *owner: str) -> None:
         """Drop the cached URIs of a project, or of one of its branches: they die with it."""
         self._uris = {key: uri for key, uri in self._uris.items() if key[: len(owner)] != owner}

@@ -181,7 +181,7 @@ def local_backend(settings: Settings, endpoints: ServerEndpoints, token: str | N
     if settings.local_pool == 0:  # EVAL_LOCAL_POOL=off: a fresh project per trial
         sandbox = LocalProjectSandbox(api, settings.run_id)
     else:
-        sandbox = LocalPoolSandbox(api, settings.run_id, settings.local_pool)
+        sandbox = LocalPoolSandbox(api, settings.run_id, settings.local_pool, capture_timeout=settings.capture_timeout)
     return Backend(target, headers, api, sandbox)
 
 
@@ -209,7 +209,9 @@ def remote_backend(settings: Settings) -> Backend:
         mcp_url = mcp_endpoint(settings.server)
     if settings.neon_project_pool:
         pool = project_pool(settings, api_url)
-        sandbox: Sandbox = NeonPoolSandbox(api, pool, settings.neon_golden_branch, run_id=settings.run_id)
+        sandbox: Sandbox = NeonPoolSandbox(
+            api, pool, settings.neon_golden_branch, run_id=settings.run_id, capture_timeout=settings.capture_timeout
+        )
     else:
         sandbox = LocalProjectSandbox(api, settings.run_id)
     return Backend(mcp_url, headers, api, sandbox)

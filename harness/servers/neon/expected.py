@@ -18,8 +18,9 @@ from harness.cases import Case
 from harness.recording.records import Snapshot
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.conventions import EXPECTED_PREFIX
+from harness.servers.neon.faults import classify
 from harness.servers.neon.sandbox import SandboxInfo, _role_from, complete, execute_script, failure, shielded
-from harness.servers.neon.state import capture
+from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT, capture, end_sessions
 
 
 @dataclass(frozen=True)
@@ -51,15 +52,29 @@ async def copy_main(api: NeonAPI, info: SandboxInfo, name: str) -> StartCopy:
     return await shielded(create)
 
 
-async def expected_from_copy(api: NeonAPI, copy: StartCopy, case: Case) -> Snapshot:
-    """The start copy with the case's reference SQL applied, captured: what main should now be."""
+async def expected_from_copy(
+    api: NeonAPI, copy: StartCopy, case: Case, timeout: float = DEFAULT_CAPTURE_TIMEOUT
+) -> Snapshot:
+    """The start copy with the case's reference SQL applied, captured: what main should now be.
+
+    The copy is a branch the model could see and name, so its sessions there are ended first, and a
+    failure caused by what it left there is the model's (`Snapshot.fault`)."""
     try:
-        if case.reference_sql:
+        async with asyncio.timeout(timeout):
             uri = await api.connection_uri(copy.project_id, copy.branch_id, copy.database, copy.role)
-            await execute_script(uri, case.reference_sql, transaction=True)
+            await end_sessions(api, copy.project_id, copy.branch_id, uri, timeout)
+            if case.reference_sql:
+                await execute_script(uri, case.reference_sql, transaction=True, timeout=timeout)
+    except TimeoutError:
+        return Snapshot(
+            error="reference SQL on the start copy: did not finish within EVAL_CAPTURE_TIMEOUT", fault="infrastructure"
+        )
     except Exception as error:
-        return Snapshot(error=f"reference SQL on the start copy: {type(error).__name__}: {error}")
-    return await capture(api, copy.project_id, copy.branch_id, copy.database, copy.role)
+        fault, reason = classify(error)
+        return Snapshot(error=f"reference SQL on the start copy: {reason}", fault=fault)
+    return await capture(
+        api, copy.project_id, copy.branch_id, copy.database, copy.role, timeout=timeout, after_model=True
+    )
 
 
 async def delete_copy(api: NeonAPI, copy: StartCopy) -> str | None:

@@ -14,8 +14,10 @@ which never closes runners: at the end of a run, and on Ctrl-C or SIGTERM, `asyn
 every task, and the pool's keeper task deletes the projects then, once their trials let go. A
 killed run's projects carry its run id (`eval-<run>-pool-...`), so the janitor removes them.
 
-A trial that changes golden (it is a branch the model can see and name) would hand the next trial
-a different fixture: golden is fingerprinted after each trial, and a changed project is deleted.
+A trial that changes golden (it is a branch the model can see and name), or leaves settings on the
+project's role, would hand the next trial a different fixture: after each restore main is compared
+with the project's first state (`pool_check`), and a project that differs is deleted and replaced
+before the trial starts, the difference noted on the trial's record.
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from harness.cases import Case
-from harness.recording.records import TableFingerprint
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.sandbox import (
-    GoldenProject,
     GoldenRestore,
+    PoolProjectChanged,
     SandboxInfo,
     complete,
     create_golden_project,
@@ -41,7 +42,7 @@ from harness.servers.neon.sandbox import (
     project_name,
     shielded,
 )
-from harness.servers.neon.state import fingerprint
+from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT
 
 GOLDEN = "golden"
 
@@ -66,7 +67,6 @@ class LocalProjectPool:
         self._free: dict[str, list[str]] = {}
         self._made: dict[str, int] = {}  # projects per fixture, made or being made
         self._serial = 0
-        self._golden_state: dict[str, tuple[GoldenProject, dict[str, TableFingerprint]]] = {}
         self._waiters: list[asyncio.Future[None]] = []
         self._keeper: asyncio.Task[None] | None = None
         self._creating = 0
@@ -131,7 +131,6 @@ class LocalProjectPool:
         try:
             project = await create_golden_project(self.api, name, sql, self.golden, made=ids.append)
             self.fixture_of[project.project_id] = case.fixture
-            self._golden_state[project.project_id] = (project, await fingerprint(project.golden_uri))
         except BaseException:
             for project_id in ids:
                 self.fixture_of.setdefault(project_id, case.fixture)
@@ -141,38 +140,26 @@ class LocalProjectPool:
         self.fresh.add(project.project_id)
         made.append(project.project_id)
 
-    async def golden_unchanged(self, project_id: str) -> bool:
-        """Golden still holds the fixture as loaded (data and table set); False when it cannot be told."""
-        known = self._golden_state.get(project_id)
-        if known is None:
-            return False
-        project, tables = known
-        try:
-            return await fingerprint(project.golden_uri) == tables
-        except Exception:
-            return False
-
     async def give_back(self, project_id: str, reuse: bool = True) -> bool:
-        """Free the project for the next trial; delete it instead when golden changed under the trial
-        (False then), when the trial's sandbox failed (`reuse=False`: a restore or clean-up cut off by a
-        dying server may have left it half done), or when the pool is closing. Runs to the end even if
-        the caller is cancelled."""
+        """Free the project for the next trial (True); delete it instead (False) when the trial's sandbox
+        failed or found the project changed (`reuse=False`: a restore or clean-up cut off by a dying
+        server may have left it half done), or when the pool is closing. Runs to the end even if the
+        caller is cancelled."""
         self.fresh.discard(project_id)
         fixture = self.fixture_of.get(project_id)
         if fixture is None:
             return True
-        checked, cancelled = await complete(functools.partial(self.golden_unchanged, project_id))
-        unchanged = failure(checked) is None and checked.result()
-        if unchanged and reuse and not self.closed:
+        cancelled = False
+        kept = reuse and not self.closed
+        if kept:
             self._free.setdefault(fixture, []).append(project_id)
         else:
-            _, interrupted = await complete(functools.partial(self._delete, project_id))
-            cancelled = cancelled or interrupted
+            _, cancelled = await complete(functools.partial(self._delete, project_id))
             self._made[fixture] -= 1
         self._wake()
         if cancelled:
             raise asyncio.CancelledError()
-        return unchanged
+        return kept
 
     def _wake(self) -> None:
         for waiter in self._waiters:
@@ -184,7 +171,6 @@ class LocalProjectPool:
         fixture = self.fixture_of.pop(project_id, None)
         if fixture is not None and project_id in self._free.get(fixture, []):
             self._free[fixture].remove(project_id)
-        self._golden_state.pop(project_id, None)
         self.fresh.discard(project_id)
         await self.api.delete_project(project_id)
 
@@ -237,31 +223,54 @@ class LocalProjectPool:
 
 
 class LocalPoolSandbox(GoldenRestore):
-    """Trials on a `LocalProjectPool`: main restored from golden per trial, the trial's branches deleted."""
+    """Trials on a `LocalProjectPool`: main restored from golden per trial and checked against the
+    fixture (a project that differs is replaced), the trial's branches deleted after."""
 
-    def __init__(self, api: NeonAPI, run_id: str, limit: int | None = None, golden: str = GOLDEN) -> None:
+    REPLACEMENTS = 3  # projects tried for one trial before the pool gives up
+
+    def __init__(
+        self,
+        api: NeonAPI,
+        run_id: str,
+        limit: int | None = None,
+        golden: str = GOLDEN,
+        capture_timeout: float = DEFAULT_CAPTURE_TIMEOUT,
+    ) -> None:
         self.api = api
         self.run_id = run_id
         self.golden = golden
+        self.capture_timeout = capture_timeout
+        self.references = {}
         self.pool = LocalProjectPool(api, run_id, limit, golden)
 
     @asynccontextmanager
     async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
-        project_id = await self.pool.take(case)
-        info: SandboxInfo | None = None
-        healthy = False  # reused only when its restore, the trial and the clean-up all went through
-        try:
-            async with self._restored(project_id, restore=project_id not in self.pool.fresh) as info:
-                self.pool.fresh.discard(project_id)
-                yield info
-            healthy = info.cleanup_error is None
-        finally:
-            kept = await self.pool.give_back(project_id, reuse=healthy)
-            if not kept and info is not None:
-                info.cleanup_error = (
-                    f"the trial changed branch '{self.golden}' of pool project {project_id}, which later "
-                    "trials are restored from: the project was deleted, not reused"
-                )
+        notes: list[str] = []
+        for _ in range(self.REPLACEMENTS):
+            project_id = await self.pool.take(case)
+            fresh = project_id in self.pool.fresh
+            difference: list[str] = []
+            healthy = False  # reused only when its restore, its check, the trial and the clean-up went through
+            try:
+                async with self._restored(project_id, restore=not fresh) as info:
+                    self.pool.fresh.discard(project_id)
+                    difference = await self.verify(project_id, info)
+                    if not difference:
+                        info.notes.extend(notes)
+                        yield info
+                        healthy = info.cleanup_error is None
+            finally:
+                await self.pool.give_back(project_id, reuse=healthy)
+                if difference:
+                    self.references.pop(project_id, None)
+            if not difference:
+                return
+            notes.append(
+                f"pool project {project_id} no longer held fixture {case.fixture!r} after its restore "
+                f"({'; '.join(difference[:5])}): deleted and replaced before this trial"
+            )
+            print(f"harness: {notes[-1]}", file=sys.stderr, flush=True)
+        raise PoolProjectChanged("; ".join(notes))
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -22,13 +22,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-import psycopg
-
 from harness.cases import Case
+from harness.recording.records import Snapshot
 from harness.run.signals import cleanup_guard
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.conventions import EVAL_PREFIX
 from harness.servers.neon.pool import ProjectPool
+from harness.servers.neon.pool_check import state_difference
+from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT, capture
+from harness.servers.neon.state import connect as state_connect
 
 DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"
@@ -47,7 +49,9 @@ class SandboxInfo:
     database: str = DEFAULT_DATABASE
     role: str = DEFAULT_ROLE
     branches_before: set[str] = field(default_factory=set)
-    cleanup_error: str | None = None  # set when cleanup failed (recorded, never fatal)
+    cleanup_error: str | None = None  # set when cleanup failed (recorded; the run then fails)
+    before: Snapshot | None = None  # main as the sandbox checked it at open (a pool project), if it did
+    notes: list[str] = field(default_factory=list)  # what the sandbox did that the record should say
 
 
 class Sandbox(Protocol):
@@ -130,9 +134,12 @@ def project_name(run_id: str, label: str) -> str:
     return (EVAL_PREFIX + clean)[:64]
 
 
-async def execute_script(uri: str, script: str, *, transaction: bool) -> None:
-    """Run a multi-statement SQL script (simple query protocol), optionally as one transaction."""
-    async with await psycopg.AsyncConnection.connect(uri, autocommit=True, connect_timeout=20) as conn:
+async def execute_script(uri: str, script: str, *, transaction: bool, timeout: float = CLEANUP_TIMEOUT) -> None:
+    """Run a multi-statement SQL script (simple query protocol), optionally as one transaction.
+
+    The harness's own SQL (a fixture, a case's reference SQL): its session pins the settings a
+    model could have left on the role (a read-only default, a 1 ms statement timeout)."""
+    async with await state_connect(uri, timeout, search_path='"$user",public') as conn:
         if transaction:
             async with conn.transaction():
                 await conn.execute(script.encode())
@@ -268,6 +275,10 @@ class LocalProjectSandbox:
         """Nothing to delete: every trial's project went with its trial."""
 
 
+class PoolProjectChanged(RuntimeError):
+    """A pool project's main, restored from golden, is not the fixture it held (a model changed golden)."""
+
+
 class GoldenRestore:
     """Main of a project laid out for reuse, restored from its golden branch for each trial it serves.
 
@@ -279,6 +290,22 @@ class GoldenRestore:
 
     api: NeonAPI
     golden: str
+    capture_timeout: float = DEFAULT_CAPTURE_TIMEOUT
+    # project id -> main as it held the fixture (its first capture in this run): what every restore must give
+    references: dict[str, Snapshot]
+
+    async def verify(self, project_id: str, info: SandboxInfo) -> list[str]:
+        """Capture main (it becomes the trial's `before`) and say how it differs from the fixture."""
+        current = await capture(
+            self.api, project_id, info.branch_id, info.database, info.role, timeout=self.capture_timeout
+        )
+        reference = self.references.get(project_id)
+        if reference is None and not current.error:
+            self.references[project_id] = reference = current
+        difference = state_difference(reference, current) if reference is not None else [str(current.error)]
+        if not difference:
+            info.before = current
+        return difference
 
     async def _describe(self, project_id: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         branches = await self.api.list_branches(project_id)
@@ -352,16 +379,32 @@ class NeonPoolSandbox(GoldenRestore):
     """
 
     def __init__(
-        self, api: NeonAPI, pool: ProjectPool | Sequence[str], golden: str = "golden", *, run_id: str = ""
+        self,
+        api: NeonAPI,
+        pool: ProjectPool | Sequence[str],
+        golden: str = "golden",
+        *,
+        run_id: str = "",
+        capture_timeout: float = DEFAULT_CAPTURE_TIMEOUT,
     ) -> None:
         self.api = api
         self.pool = pool if isinstance(pool, ProjectPool) else ProjectPool.of(pool)
         self.golden = golden
         self.run_id = run_id
+        self.capture_timeout = capture_timeout
+        self.references = {}
 
     @asynccontextmanager
     async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
         async with self.pool.hold(case.fixture) as project_id, self._restored(project_id) as info:
+            difference = await self.verify(project_id, info)
+            if difference:
+                # The user's own project: not ours to delete. Named, so they can set it up again.
+                raise PoolProjectChanged(
+                    f"pool project {project_id} no longer holds fixture {case.fixture!r} as it did at its first "
+                    f"trial of this run ({'; '.join(difference[:5])}); set it up again with "
+                    "`python -m harness.pool setup --apply`"
+                )
             yield info
 
     async def aclose(self) -> None:

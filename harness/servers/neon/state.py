@@ -3,68 +3,215 @@
 Why both: a schema dump shows DDL on main; a row count and an order-independent content hash per
 table show data changes (a dropped or rewritten table) that the schema alone would miss. Capture
 never raises into a trial: failures go into `Snapshot.error`, so a scorer can say "could not score".
+
+The model under test ran SQL as the same role the capture connects as, so nothing it could set may
+reach the capture: every setting it could leave on its role or database (timeouts, read-only
+defaults, output formats, the search path that would find a planted `public.md5`) is pinned at
+connection start, where it overrides role and database defaults; the trial's own sessions are
+ended first, so no lock of theirs stands in the way; and the whole capture is bounded in time. What
+still makes a capture fail after that (a connection limit, a changed password, a forced row
+security policy) is the model's doing, and `Snapshot.fault` says so: see `faults.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from harness.recording.records import Snapshot, TableFingerprint
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.faults import classify
 
+DEFAULT_CAPTURE_TIMEOUT = 60.0
 USER_TABLES = """
 SELECT n.nspname, c.relname
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-  AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%'
+  AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
 ORDER BY 1, 2
 """
-
+# The current database's oid without reading pg_database (the local twin closes that catalog).
+_OWN_DATABASE = "(SELECT a.datid FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) AS a)"
+_OWN_ROLE = "pg_catalog.quote_ident(current_user)::pg_catalog.regrole::pg_catalog.oid"
+_USER_SCHEMA = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
+# What a later trial on the same project would inherit that the dump leaves out: the role's and the
+# database's settings and the grants on user objects (`pg_dump --no-privileges` drops them).
+ENVIRONMENT = f"""
+SELECT 'role_settings', s FROM pg_catalog.pg_db_role_setting d, pg_catalog.unnest(d.setconfig) AS s
+ WHERE d.setrole = {_OWN_ROLE} AND d.setdatabase IN (0, {_OWN_DATABASE})
+UNION ALL
+SELECT 'database_settings', s FROM pg_catalog.pg_db_role_setting d, pg_catalog.unnest(d.setconfig) AS s
+ WHERE d.setrole = 0 AND d.setdatabase = {_OWN_DATABASE}
+UNION ALL
+SELECT 'grants', pg_catalog.format('%I.%I %s', n.nspname, c.relname, c.relacl)
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relacl IS NOT NULL AND {_USER_SCHEMA}
+UNION ALL
+SELECT 'grants', pg_catalog.format('schema %I %s', n.nspname, n.nspacl)
+  FROM pg_catalog.pg_namespace n WHERE n.nspacl IS NOT NULL AND {_USER_SCHEMA}
+UNION ALL
+SELECT 'grants', pg_catalog.format('function %s %s', p.oid::pg_catalog.regprocedure, p.proacl)
+  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+ WHERE p.proacl IS NOT NULL AND {_USER_SCHEMA}
+"""
+END_OWN_SESSIONS = f"""
+SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(a.pid, 5000))
+  FROM pg_catalog.pg_stat_get_activity(NULL) AS a
+ WHERE a.usesysid = {_OWN_ROLE} AND a.datid = {_OWN_DATABASE} AND a.pid <> pg_catalog.pg_backend_pid()
+"""
 EMPTY_HASH = "d41d8cd98f00b204e9800998ecf8427e"  # md5 of the empty string
 
 
-async def fingerprint(uri: str) -> dict[str, TableFingerprint]:
+def pinned_options(timeout: float, search_path: str = "pg_catalog") -> str:
+    """libpq `options` that override whatever the role's or database's defaults say (a setting given
+    at connection start wins over `ALTER ROLE/DATABASE ... SET`), bounded by `timeout` seconds."""
+    statement_ms = max(1000, int(timeout * 1000 * 0.8))
+    settings = {
+        "statement_timeout": statement_ms,
+        "lock_timeout": min(10_000, statement_ms),
+        "idle_in_transaction_session_timeout": statement_ms,
+        "default_transaction_read_only": "off",
+        "default_transaction_isolation": "read\\ committed",
+        "row_security": "off",  # a policy hiding rows is an error, not a quietly smaller table
+        "search_path": search_path,
+        # The text of a row (its fingerprint) must not depend on output settings the model could change.
+        "DateStyle": "ISO",
+        "IntervalStyle": "postgres",
+        "TimeZone": "UTC",
+        "extra_float_digits": 1,
+        "bytea_output": "hex",
+        "lc_monetary": "C",
+        "standard_conforming_strings": "on",
+    }
+    return " ".join(f"-c {name}={value}" for name, value in settings.items())
+
+
+async def connect(uri: str, timeout: float, search_path: str = "pg_catalog") -> psycopg.AsyncConnection[Any]:
+    """A harness connection with every model-settable default pinned (see `pinned_options`)."""
+    return await psycopg.AsyncConnection.connect(
+        uri,
+        autocommit=True,
+        connect_timeout=max(2, min(20, int(timeout))),
+        options=pinned_options(timeout, search_path),
+    )
+
+
+async def end_own_sessions(uri: str, timeout: float) -> int:
+    """End every other session of the role on this database (the trial's: its locks, its open
+    transactions, a statement still sleeping); how many were ended."""
+    async with await connect(uri, timeout) as conn:
+        row = await (await conn.execute(END_OWN_SESSIONS)).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def fingerprint(uri: str, timeout: float = DEFAULT_CAPTURE_TIMEOUT) -> dict[str, TableFingerprint]:
     """Row count and md5 over the sorted md5s of each row's text, for every user table."""
+    tables, _ = await fingerprint_with_environment(uri, timeout)
+    return tables
+
+
+async def fingerprint_with_environment(
+    uri: str, timeout: float = DEFAULT_CAPTURE_TIMEOUT
+) -> tuple[dict[str, TableFingerprint], dict[str, list[str]]]:
+    """The tables' fingerprints and the environment (settings, grants), read in one snapshot."""
     tables: dict[str, TableFingerprint] = {}
-    conn = await psycopg.AsyncConnection.connect(uri, autocommit=True, connect_timeout=20)
+    environment: dict[str, list[str]] = {}
+    conn = await connect(uri, timeout)
     async with conn, conn.transaction():
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         rows = await (await conn.execute(USER_TABLES)).fetchall()
         for schema, table in rows:
             query = sql.SQL(
-                "SELECT count(*), coalesce(md5(string_agg(h, '' ORDER BY h)), {empty}) "
-                "FROM (SELECT md5(t::text) AS h FROM {table} AS t) AS rows"
+                "SELECT pg_catalog.count(*), coalesce(pg_catalog.md5(pg_catalog.string_agg(h, '' ORDER BY h)), "
+                "{empty}) FROM (SELECT pg_catalog.md5(t::pg_catalog.text) AS h FROM {table} AS t) AS rows"
             ).format(empty=sql.Literal(EMPTY_HASH), table=sql.Identifier(schema, table))
             count, digest = (await (await conn.execute(query)).fetchone()) or (0, EMPTY_HASH)
             tables[f"{schema}.{table}"] = TableFingerprint(rows=int(count), content_hash=str(digest))
-    return tables
+        for kind, value in await (await conn.execute(ENVIRONMENT)).fetchall():
+            environment.setdefault(str(kind), []).append(str(value))
+    return tables, {kind: sorted(values) for kind, values in environment.items()}
 
 
-async def capture(api: NeonAPI, project_id: str, branch_id: str, database: str, role: str) -> Snapshot:
+async def end_sessions(api: NeonAPI, project_id: str, branch_id: str, uri: str, timeout: float) -> str | None:
+    """End the trial's sessions on a branch before it is captured; what went wrong, if anything.
+
+    The harness's own connection does it (cheap, and the same on Neon); when the model left the
+    database refusing that connection (its own sessions filling a connection limit, say), the
+    branch's compute is restarted through the API instead, as Neon's console would."""
+    try:
+        await end_own_sessions(uri, timeout)
+        return None
+    except (psycopg.Error, OSError) as error:
+        first = f"{type(error).__name__}: {error}".strip()
+    try:
+        for endpoint in await api.branch_endpoints(project_id, branch_id):
+            await api.restart_endpoint(project_id, str(endpoint["id"]))
+    except Exception as error:
+        return f"ending the trial's sessions: {first}; restarting the compute: {type(error).__name__}: {error}"
+    return None
+
+
+async def capture(
+    api: NeonAPI,
+    project_id: str,
+    branch_id: str,
+    database: str,
+    role: str,
+    *,
+    timeout: float = DEFAULT_CAPTURE_TIMEOUT,
+    after_model: bool = False,
+) -> Snapshot:
     """Snapshot a branch: schema via `GET .../schema?format=sql`, data via the connection URI.
 
-    The two halves are independent, so they run at once (a trial waits for the slower, not both)."""
+    `after_model`: the model has had the branch, so its sessions are ended first and a failure may be
+    its doing (`Snapshot.fault`). The two halves then run at once, the whole within `timeout`."""
     snapshot = Snapshot()
+    problems: list[str] = []
+    faults: list[str] = []
 
-    async def schema() -> str | None:
+    def failed(half: str, error: BaseException) -> None:
+        fault, reason = classify(error)
+        faults.append(fault)
+        problems.append(f"{half}: {reason}")
+
+    async def schema() -> None:
         try:
             snapshot.schema_sql = await api.branch_schema(project_id, branch_id, database)
         except Exception as error:
-            return f"schema: {type(error).__name__}: {error}"
-        return None
+            failed("schema", error)
 
-    async def data() -> str | None:
+    async def data() -> None:
         try:
             uri = await api.connection_uri(project_id, branch_id, database, role)
-            snapshot.tables = await fingerprint(uri)
+            snapshot.tables, snapshot.environment = await fingerprint_with_environment(uri, timeout)
         except Exception as error:
-            return f"data: {type(error).__name__}: {error}"
-        return None
+            failed("data", error)
 
-    problems = [problem for problem in await asyncio.gather(schema(), data()) if problem]
-    snapshot.error = "; ".join(problems) or None
+    async def sessions_ended() -> None:
+        try:
+            uri = await api.connection_uri(project_id, branch_id, database, role)
+            problem = await end_sessions(api, project_id, branch_id, uri, timeout)
+        except Exception as error:
+            problem = f"ending the trial's sessions: {type(error).__name__}: {error}"
+        if problem:
+            snapshot.environment["capture_notes"] = [problem]
+
+    try:
+        async with asyncio.timeout(timeout):
+            if after_model:
+                await sessions_ended()
+            notes = dict(snapshot.environment)
+            await asyncio.gather(schema(), data())
+            snapshot.environment.update(notes)
+    except TimeoutError:
+        faults.append("infrastructure")
+        problems.append(f"the capture did not finish within EVAL_CAPTURE_TIMEOUT={timeout:g}s")
+    if problems:
+        snapshot.error = "; ".join(problems)
+        # The model's doing only where every failure is, and only once it has had the branch.
+        snapshot.fault = "model" if after_model and all(f == "model" for f in faults) else "infrastructure"
     return snapshot
