@@ -12,9 +12,10 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -44,6 +45,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     grant.add_argument("--project-id", default=None, help="scope sessions to one project (like ?projectId=)")
     grant.add_argument("--category", action="append", default=[], help="keep only these tool categories (repeatable)")
     grant.add_argument("--readonly", action="store_true", help="read-only mode (like ?readonly=true)")
+    parser.add_argument(
+        "--watch-parent",
+        action="store_true",
+        help="http mode: shut down when the process that started this one dies (a run killed with -9)",
+    )
     parser.add_argument("--log-level", default="WARNING")
     return parser.parse_args(argv)
 
@@ -104,6 +110,7 @@ async def serve_http(args: argparse.Namespace) -> None:
 
     from localneon.app import build_app
 
+    parent = os.getppid()
     neon = await anyio.to_thread.run_sync(open_collected)
     token = args.token or os.environ.get("LOCALNEON_TOKEN") or None
     app = build_app(neon, settings_from(args), token=token, host=args.host)
@@ -120,6 +127,25 @@ async def serve_http(args: argparse.Namespace) -> None:
         print(f"localneon: serving {url} (MCP at /mcp, API at /api/v2)", file=sys.stderr, flush=True)
         if args.ready_file:
             write_ready_file(args.ready_file, url)
+        if args.watch_parent:
+            tg.start_soon(stop_when_orphaned, server, parent)
+
+
+async def stop_when_orphaned(server: Any, parent: int, every: float = 0.5) -> None:
+    """Shut the server down once its parent is gone (it runs in a session of its own, so a killed
+    run's signal never reaches it): the lifespan collects what the run left, the lease is released."""
+    while not server.should_exit:
+        if os.getppid() != parent:
+            print(f"localneon: the process that started this server ({parent}) is gone; stopping", file=sys.stderr)
+            server.should_exit = True
+            return
+        await anyio.sleep(every)
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM ends the process through SystemExit, so atexit runs: the cluster lease is released and
+    the cluster stops with its last user (uvicorn re-raises the signal once it has shut down)."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -133,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         except SurfaceError as exc:
             sys.exit(f"localneon: --surface: {exc}")
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="localneon %(levelname)s %(message)s")
+    exit_on_sigterm()
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve_stdio if args.transport == "stdio" else serve_http, args)
 

@@ -76,6 +76,7 @@ class LocalServer:
         # line is readable by every user of the machine (`ps`), so it goes in LOCALNEON_TOKEN (`environment`).
         args = [self.python, "-m", "localneon", "--transport=http", "--host=127.0.0.1", "--port=0"]
         args.append(f"--ready-file={self._ready_path}")
+        args.append("--watch-parent")  # a run killed with -9 must not leave its server behind
         if self.descriptions:
             args.append(f"--descriptions={self.descriptions}")
         if self.flat_params:

@@ -100,3 +100,23 @@ def test_a_removed_cluster_leaves_no_lock_file_or_leases_beside_it(users: list[s
     finally:
         remove_cluster(pgdata)
     assert not pgdata.exists() and list(pgdata.parent.glob(f".{pgdata.name}.*")) == []
+
+
+def test_a_local_server_ended_by_sigterm_stops_the_cluster_it_was_the_last_user_of(
+    request: pytest.FixtureRequest, users: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    pgdata = own_cluster_dir(request, f"sigterm-{secrets.token_hex(3)}")
+    ready = tmp_path / "ready.json"
+    server = subprocess.Popen(
+        [*python_module("localneon", "--transport=http", "--port=0", f"--ready-file={ready}")],
+        cwd=REPO_ROOT,
+        env={**os.environ, "LOCALNEON_PGDATA": str(pgdata)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    users.append(server)
+    assert server.stderr is not None and "serving" in server.stderr.readline()
+    assert running(pgdata)
+    server.send_signal(signal.SIGTERM)
+    assert server.wait(60) == 128 + signal.SIGTERM  # the signal's documented code, not a clean 0
+    assert not running(pgdata), "the cluster outlived its last user"

@@ -1,5 +1,6 @@
-"""A run killed outright (SIGKILL: no cleanup at all) leaves projects and a running local server;
-`make janitor` finds all of it, whatever its age, and removes it."""
+"""A run killed outright (SIGKILL: no cleanup at all) leaves projects; its local server, which
+watches its parent, stops by itself within seconds; `make janitor` finds the rest, whatever its age,
+and removes it."""
 
 from __future__ import annotations
 
@@ -54,11 +55,13 @@ def test_the_janitor_removes_everything_a_killed_run_left(
     finally:
         cli.wait(30)
     left = {**world.leftovers(), "projects": settled_projects(world)}
-    assert any("-m localneon" in line for line in processes_of(world.tmp)), left
+    deadline = time.monotonic() + 15
+    while any("-m localneon" in line for line in processes_of(world.tmp)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any("-m localneon" in line for line in processes_of(world.tmp)), "the orphaned server kept running"
 
     janitor = run_in_repo(python_module("harness.servers.neon.janitor"), env, timeout=300)
     assert janitor.returncode == 0, janitor.stderr[-3000:]
-    assert "stopped local server" in janitor.stdout, janitor.stdout
     if left["projects"]:  # the kill may land while no trial holds a sandbox (between two trials)
         assert "deleted project " in janitor.stdout, janitor.stdout
     world.assert_clean(janitor.stdout + janitor.stderr)
