@@ -10,12 +10,15 @@ scripts, and none should run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from filelock import FileLock
@@ -27,6 +30,7 @@ DEFAULT_CACHE = REPO_ROOT / ".neon-npm"  # gitignored, like .venv
 CACHE_ENV = "EVAL_NPM_CACHE"  # where installs go instead (e.g. a CI cache folder)
 INSTALL_TIMEOUT_S = 900.0
 STAMP_NAME = ".eval-installed"
+PROGRESS_EVERY_S = 15.0  # a progress line this often while npm installs
 
 
 class NpmInstallError(RuntimeError):
@@ -52,6 +56,42 @@ def installed(folder: Path) -> bool:
     return stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == lock_hash()
 
 
+def say(line: str) -> None:
+    print(f"harness: {line}", file=sys.stderr, flush=True)
+
+
+def folder_megabytes(folder: Path) -> float:
+    """What an install has written so far (its files' sizes), in MB."""
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total / 1e6
+
+
+def watch_progress(
+    process: subprocess.Popen[str],
+    folder: Path,
+    emit: Callable[[str], None],
+    *,
+    timeout: float,
+    every: float = PROGRESS_EVERY_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Wait for the install, saying every `every` seconds how far it got: a first use is otherwise
+    minutes of silence. Its exit code; `subprocess.TimeoutExpired` past `timeout`."""
+    started = clock()
+    while True:
+        try:
+            return process.wait(timeout=every)
+        except subprocess.TimeoutExpired:
+            waited = clock() - started
+            if waited >= timeout:
+                raise
+            emit(f"still installing: {waited:.0f}s, {folder_megabytes(folder):.0f} MB so far")
+
+
 def ensure_installed(cache: Path | None = None, log: list[str] | None = None) -> Path:
     """The install folder, after `npm ci` there unless a complete install of this lock file exists.
 
@@ -72,22 +112,28 @@ def ensure_installed(cache: Path | None = None, log: list[str] | None = None) ->
         shutil.copyfile(PACKAGE_JSON, folder / "package.json")
         shutil.copyfile(LOCK_FILE, folder / "package-lock.json")
         started = time.monotonic()
-        try:
-            proc = subprocess.run(
+        say(f"installing {SERVER_PACKAGE} with npm ci into {folder} (first use: about 525 MB, a minute or two)")
+        with tempfile.TemporaryFile("w+") as output:
+            proc = subprocess.Popen(
                 [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
                 cwd=folder,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
+                stdout=output,
+                stderr=subprocess.STDOUT,
                 text=True,
-                timeout=INSTALL_TIMEOUT_S,
-                check=False,
             )
-        except subprocess.TimeoutExpired as error:
-            raise NpmInstallError(f"npm ci in {folder} did not finish in {INSTALL_TIMEOUT_S:.0f}s") from error
-        if proc.returncode != 0 or not server_entry(folder).is_file():
+            try:
+                returncode = watch_progress(proc, folder, say, timeout=INSTALL_TIMEOUT_S)
+            except subprocess.TimeoutExpired as error:
+                proc.kill()
+                proc.wait()
+                raise NpmInstallError(f"npm ci in {folder} did not finish in {INSTALL_TIMEOUT_S:.0f}s") from error
+            output.seek(0)
+            text = output.read()
+        if returncode != 0 or not server_entry(folder).is_file():
             raise NpmInstallError(
-                f"npm ci in {folder} failed (exit {proc.returncode}); installing {SERVER_PACKAGE} from "
-                f"{LOCK_FILE}:\n{(proc.stderr or proc.stdout)[-3000:]}"
+                f"npm ci in {folder} failed (exit {returncode}); installing {SERVER_PACKAGE} from "
+                f"{LOCK_FILE}:\n{text[-3000:]}"
             )
         (folder / STAMP_NAME).write_text(lock_hash() + "\n", encoding="utf-8")
         if log is not None:
