@@ -8,11 +8,13 @@ Case files live in `datasets/` (or wherever `EVAL_DATASET` points). A file is YA
         scenario: prepare
         ...
 
-A bad file stops the run with the file, the case id and the problem; nothing is half-loaded.
+A bad file stops the run with the file, the case id and the problem, and where it can, the fix (the
+nearest field name to a misspelt one, every folder a fixture was looked for in); nothing is half-loaded.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -145,13 +147,47 @@ def _check_sql_parses(sql: str) -> None:
         raise ValueError(f"reference_sql does not parse: {error}") from error
 
 
+def fixture_folders(case_file: Path) -> list[Path]:
+    """Where a case's fixture is looked for, first match wins (datasets/README.md, "Fixtures"):
+    `fixtures/` beside the case file, `../fixtures/` from it, then the bundled fixtures."""
+    return [case_file.parent / "fixtures", case_file.parent.parent / "fixtures", BUNDLED_FIXTURES]
+
+
 def _resolve_fixture(name: str, case_file: Path) -> Path:
-    for folder in (case_file.parent / "fixtures", case_file.parent.parent / "fixtures", BUNDLED_FIXTURES):
+    folders = fixture_folders(case_file)
+    for folder in folders:
         candidate = folder / f"{name}.sql"
         if candidate.is_file():
             _check_utf8(candidate)
             return candidate
-    raise ValueError(f"fixture '{name}' not found (looked for {name}.sql beside the file and in {BUNDLED_FIXTURES})")
+    searched = ", then ".join(str(folder) for folder in folders)
+    raise ValueError(
+        f"fixture '{name}' not found: looked for {name}.sql in {searched} (fixtures/ beside the case file, "
+        "../fixtures/ from it, then the bundled fixtures; first match wins)"
+    )
+
+
+# The models a nested field's keys are checked against, by the field's name in a case.
+_NESTED: dict[str, type[BaseModel]] = {"target": Target, "grant": Grant, "reference_calls": ReferenceCall}
+_SET_BY_LOADER = ("fixture_path", "source_file")
+
+
+def _known_fields(location: tuple[Any, ...]) -> list[str]:
+    """The field names valid where `location` (pydantic's `loc`, the unknown key last) points."""
+    parent = next((part for part in location[:-1] if isinstance(part, str)), None)
+    model: type[BaseModel] = _NESTED.get(parent, Case) if parent else Case
+    return [name for name in model.model_fields if name not in _SET_BY_LOADER]
+
+
+def _problem(issue: Any) -> str:
+    """One pydantic issue as `where: what`, with the nearest valid name when a key is unknown."""
+    location = tuple(issue["loc"])
+    text = f"{'.'.join(str(part) for part in location) or 'case'}: {issue['msg']}"
+    if issue.get("type") == "extra_forbidden" and location and isinstance(location[-1], str):
+        nearest = difflib.get_close_matches(location[-1], _known_fields(location), n=1, cutoff=0.6)
+        if nearest:
+            text += f" (did you mean '{nearest[0]}'?)"
+    return text
 
 
 def _check_utf8(path: Path) -> None:
@@ -190,9 +226,7 @@ def load_file(path: Path) -> list[Case]:
                 _check_sql_parses(case.reference_sql)
             fixture_path = _resolve_fixture(case.fixture, path)
         except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in issue['loc']) or 'case'}: {issue['msg']}" for issue in error.errors()
-            )
+            problems = "; ".join(_problem(issue) for issue in error.errors())
             raise DatasetError(f"{where}: {problems}") from error
         except ValueError as error:
             raise DatasetError(f"{where}: {error}") from error

@@ -99,6 +99,7 @@ class Api:
             Route(b + "/roles", self.branch_roles, methods=["GET"]),
             Route(b + "/endpoints", self.branch_endpoints, methods=["GET"]),
             Route(p + "/endpoints", self.project_endpoints, methods=["GET"]),
+            Route(p + "/endpoints/{endpoint_id}/restart", self.restart_endpoint, methods=["POST"]),
             Route(p + "/connection_uri", self.connection_uri, methods=["GET"]),
             Route(p + "/operations", self.list_operations, methods=["GET"]),
             Route(p + "/operations/{operation_id}", self.get_operation, methods=["GET"]),
@@ -349,6 +350,23 @@ class Api:
             branch = self._branch(request)
             endpoints = self.neon.catalog.endpoints(branch.project_id, branch.id)
             return JSONResponse({"endpoints": [endpoint_json(self.neon, e) for e in endpoints]})
+
+        return await self._run(work)
+
+    async def restart_endpoint(self, request: Request) -> Response:
+        """Neon's compute restart: every session on the endpoint's branch ends (its locks, its open
+        transactions); the harness uses it to end a model's sessions before it reads main."""
+
+        def work() -> Response:
+            project = self.neon.project(request.path_params["project_id"])
+            endpoint_id = request.path_params["endpoint_id"]
+            endpoint = next((e for e in self.neon.catalog.endpoints(project.id) if e.id == endpoint_id), None)
+            if endpoint is None:
+                raise NotFound(f"endpoint {endpoint_id!r} not found in project {project.id}")
+            ops = self.neon.restart_endpoint(project.id, endpoint.branch_id, endpoint.id)
+            return JSONResponse(
+                {"endpoint": endpoint_json(self.neon, endpoint), "operations": [operation_json(o) for o in ops]}
+            )
 
         return await self._run(work)
 

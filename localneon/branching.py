@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from localneon import ids, isolation
+from localneon import guards, ids, isolation
 from localneon.catalog import LOCAL_ORG_ID, Branch, Catalog, Database, Endpoint, Operation, Project
 from localneon.errors import Conflict, InvalidRequest, LocalNeonError, NotFound
 from localneon.locks import ROLE_COMMENT_PREFIX, creating, deleting
@@ -81,6 +81,9 @@ class Neon:
         """Connect to (or start) the cluster and make sure the catalog exists."""
         neon = cls(get_cluster())
         neon.catalog.ensure()
+        if neon.cluster.embedded:  # an external DATABASE_URL server's own databases are not ours to close
+            with psycopg.connect(neon.cluster.admin_conninfo, autocommit=True) as admin:
+                guards.close_shared_databases(admin)
         return neon
 
     # Lookups
@@ -123,6 +126,19 @@ class Neon:
         return self.cluster.conninfo(
             target.database.pg_name, user=target.project.role_name, password=target.project.role_password
         )
+
+    def readonly_conninfo(self, target: Target) -> str:
+        """Connect as the project's read-only companion (`guards`): what SQL under a read-only grant uses."""
+        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
+            role = guards.ensure_readonly_role(
+                admin, target.project.id, target.project.role_name, isolation.SEARCH_PATH
+            )
+            admin.execute(
+                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                    sql.Identifier(target.database.pg_name), sql.Identifier(role)
+                )
+            )
+        return self.cluster.conninfo(target.database.pg_name, user=role)
 
     def admin_conninfo(self, database: Database) -> str:
         return self.cluster.conninfo(database.pg_name)
@@ -203,7 +219,7 @@ class Neon:
                         ),
                     ]
             except BaseException:
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(pg_name)))
+                guards.drop_database(admin, pg_name)
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
                 raise
         return Created(project, branch, self.catalog.databases(branch.id), [endpoint], ops)
@@ -217,9 +233,11 @@ class Neon:
         with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin, deleting(admin, project_id):
             project = self.project(project_id)
             for db in self.catalog.project_databases(project_id):
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db.pg_name)))
+                guards.drop_database(admin, db.pg_name)
             self.catalog.delete_project_row(project_id)
-            # If the role still owns objects elsewhere it stays behind (``localneon.gc`` finds it).
+            # If a role still owns objects elsewhere it stays behind (``localneon.gc`` finds it).
+            with contextlib.suppress(psycopg.Error):
+                guards.drop_readonly_role(admin, project_id)
             with contextlib.suppress(psycopg.Error):
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(project.role_name)))
         return project
@@ -237,7 +255,8 @@ class Neon:
                     admin.execute(statement)
                     break
                 except psycopg.errors.ObjectInUse:
-                    if attempt >= 30:
+                    if attempt >= 1:  # PostgreSQL itself waited 5 s for them: a session left open (a
+                        # model's idle transaction) must not stall a branch for minutes
                         admin.execute(
                             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                             "WHERE datname = %s AND pid <> pg_backend_pid()",
@@ -314,7 +333,7 @@ class Neon:
                 ]
         except BaseException:
             for _, dest in clones:
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dest)))
+                guards.drop_database(admin, dest)
             raise
         return Created(project, branch, self.catalog.databases(new_id), [endpoint], ops)
 
@@ -332,7 +351,7 @@ class Neon:
         endpoints = self.catalog.endpoints(project_id, branch.id)
         with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
             for db in databases:
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db.pg_name)))
+                guards.drop_database(admin, db.pg_name)
         with self.catalog.connect() as conn:
             conn.execute("DELETE FROM branches WHERE id = %s", (branch.id,))
             ops = [
@@ -414,12 +433,15 @@ class Neon:
                     self.catalog.insert_endpoint(
                         conn, Endpoint(ids.endpoint_id(), project_id, backup.id, started, started)
                     )
+            # Restoring a Neon branch brings its roles back as they were; here roles are the cluster's.
+            guards.reset_role(admin, project.role_name, project.role_password, isolation.SEARCH_PATH)
+            guards.reset_readonly_role(admin, project_id, project.role_name, isolation.SEARCH_PATH)
         return self.branch(project_id, branch.id), ops
 
     def _retire(self, admin: psycopg.Connection[Any], db: Database, keep: list[tuple[str, str, str]] | None) -> None:
         """Drop an old branch database, or rename it aside when the old state is being preserved."""
         if keep is None:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db.pg_name)))
+            guards.drop_database(admin, db.pg_name)
             return
         kept = _physical_name(db.name)
         admin.execute(
@@ -446,6 +468,20 @@ class Neon:
                 continue  # gone already, or it still has children that have not expired
         return deleted
 
+    def restart_endpoint(self, project_id: str, branch_id: str, endpoint_id: str) -> list[Operation]:
+        """End every session on the branch's databases (a compute restart, as on Neon)."""
+        names = [db.pg_name for db in self.catalog.databases(branch_id)]
+        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_catalog.pg_terminate_backend(pid, 5000) FROM pg_catalog.pg_stat_activity "
+                "WHERE datname = ANY(%s) AND pid <> pg_catalog.pg_backend_pid()",
+                (names,),
+            )
+        return [
+            self.catalog.record_operation(project_id, action, branch_id=branch_id, endpoint_id=endpoint_id)
+            for action in ("suspend_compute", "start_compute")
+        ]
+
     def set_default(self, project_id: str, branch_ref: str) -> tuple[Branch, list[Operation]]:
         branch = self.branch(project_id, branch_ref)
         with self.catalog.connect() as conn:
@@ -466,4 +502,4 @@ class Neon:
         )
         if proc.returncode != 0:
             raise LocalNeonError(f"pg_dump of branch {target.branch.id} failed: {proc.stderr.strip()}")
-        return proc.stdout
+        return isolation.without_login_trigger(proc.stdout)

@@ -13,13 +13,16 @@ being created right now is never mistaken for an orphan.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import psycopg
 from psycopg import sql
 
+from localneon import guards
 from localneon.branching import Neon
 from localneon.locks import ROLE_COMMENT_PREFIX, collecting
 
@@ -70,12 +73,16 @@ def collect(neon: Neon, *, dry_run: bool = False) -> Orphans:
         found = _find(neon, admin)
         if dry_run:
             return found
-        drops = [("DATABASE", name, " WITH (FORCE)") for name in found.databases]
-        drops += [("ROLE", name, "") for name in found.roles]
-        for kind, name, force in drops:
-            statement = sql.SQL(f"DROP {kind} IF EXISTS {{}}{force}").format(sql.Identifier(name))
+        drops: list[tuple[str, Callable[[], object]]] = [
+            (name, functools.partial(guards.drop_database, admin, name)) for name in found.databases
+        ]
+        drops += [
+            (name, functools.partial(admin.execute, sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name))))
+            for name in found.roles
+        ]
+        for name, drop in drops:  # databases first: a role is dropped once nothing it owns is left
             try:
-                admin.execute(statement)
+                drop()
             except psycopg.Error as exc:
                 found.failed[name] = str(exc).strip()
         return found

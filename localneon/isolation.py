@@ -23,6 +23,7 @@ PostgreSQL documents for such a path; Neon's default path would keep the built-i
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import psycopg
@@ -54,6 +55,36 @@ _STATS_VIEW = (
 )
 
 
+# Who may log in to a project database: its owner's members (the project role and its read-only
+# companion) and superusers. Grants are the owner's to make (`GRANT CONNECT ... TO PUBLIC`), so they
+# cannot be the rule; a login event trigger (PostgreSQL 17+) owned by the superuser can, and branches,
+# being template copies, inherit it. SECURITY DEFINER: it reads the catalogs closed to the project role.
+LOGIN_TRIGGER = "localneon_admit"
+_ADMIT = f"""
+CREATE FUNCTION {SCHEMA}.admit() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog AS $$
+BEGIN
+  IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)
+     AND NOT pg_catalog.pg_has_role(session_user,
+       (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()), 'MEMBER')
+  THEN
+    RAISE EXCEPTION 'role "%" may not connect to database "%": it belongs to another project',
+      session_user, pg_catalog.current_database() USING ERRCODE = '42501';
+  END IF;
+END $$
+"""
+# pg_dump lists event triggers; Neon's schema dump of a branch has no such thing, so it is cut out.
+_LOGIN_TRIGGER_DUMP = re.compile(
+    rf"--\n-- Name: {LOGIN_TRIGGER}; Type: EVENT TRIGGER;[^\n]*\n--\n\nCREATE EVENT TRIGGER {LOGIN_TRIGGER} "
+    rf"ON login\n\s*EXECUTE FUNCTION {SCHEMA}\.admit\(\);\n\n\n"
+)
+
+
+def without_login_trigger(dump: str) -> str:
+    """A schema dump without the twin's own login rule."""
+    return _LOGIN_TRIGGER_DUMP.sub("", dump)
+
+
 def seal_database(admin_conninfo: str) -> None:
     """Give one new project database its filtered catalog views (run as the superuser, once).
 
@@ -83,6 +114,16 @@ def seal_database(admin_conninfo: str) -> None:
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO PUBLIC").format(sql.Identifier(SCHEMA)))
         closed = sql.SQL(", ").join(sql.Identifier("pg_catalog", name) for name in _VIEWS)
         conn.execute(sql.SQL("REVOKE SELECT ON {} FROM PUBLIC").format(closed))
+        conn.execute(
+            "REVOKE TEMPORARY ON DATABASE " + sql.Identifier(conn.info.dbname).as_string(conn) + " FROM PUBLIC"
+        )
+        if conn.info.server_version >= 170000:  # login event triggers; an older DATABASE_URL server has none
+            conn.execute(_ADMIT)
+            conn.execute(
+                sql.SQL("CREATE EVENT TRIGGER {} ON login EXECUTE FUNCTION {}.admit()").format(
+                    sql.Identifier(LOGIN_TRIGGER), sql.Identifier(SCHEMA)
+                )
+            )
 
 
 def seal_role(admin: psycopg.Connection[Any], role: str) -> None:

@@ -6,7 +6,12 @@ a branch operation may need to use as a template.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -19,7 +24,17 @@ from psycopg.rows import dict_row
 from localneon.explain_options import without_neon_explain_options
 
 MAX_ROWS = 500
-STATEMENT_TIMEOUT_MS = 60_000
+# The bounds a model's SQL cannot lift: the session's statement_timeout is its to change
+# (`SET statement_timeout = 0`), so the twin cancels a call itself past LOCALNEON_STATEMENT_TIMEOUT;
+# and a result is cut at LOCALNEON_MAX_RESULT_BYTES (counted as the JSON the model would read), so
+# 20 rows of 10 MB are neither kept nor sent whole.
+STATEMENT_TIMEOUT_S = float(os.environ.get("LOCALNEON_STATEMENT_TIMEOUT") or 60)
+STATEMENT_TIMEOUT_MS = int(STATEMENT_TIMEOUT_S * 1000)
+MAX_RESULT_BYTES = int(os.environ.get("LOCALNEON_MAX_RESULT_BYTES") or 1_000_000)
+
+
+class StatementBoundExceeded(psycopg.errors.QueryCanceled):
+    """The twin cancelled a call that ran past its own bound."""
 
 
 def jsonable(value: Any) -> Any:
@@ -47,30 +62,86 @@ class StatementResult:
     rowcount: int
     rows: list[dict[str, Any]] | None
     truncated: bool = False
+    cut_at_bytes: bool = False  # rows stopped at MAX_RESULT_BYTES, not at MAX_ROWS
 
     def as_json(self) -> Any:
         if self.rows is None:
             if self.rowcount < 0:
                 return {"command": self.command}
             return {"command": self.command, "rowCount": self.rowcount}
+        if self.cut_at_bytes:
+            note = (
+                f"result cut at {MAX_RESULT_BYTES} bytes: {len(self.rows)} of {self.rowcount} rows shown "
+                "(a row too large for the limit shows as the text of its first bytes)"
+            )
+            return {"rows": self.rows, "note": note}
         if self.truncated:
             return {"rows": self.rows, "note": f"only the first {MAX_ROWS} rows are shown"}
         return self.rows
 
 
+def _cut_row(row: dict[str, Any], room: int) -> dict[str, Any]:
+    """A row whose JSON would not fit in `room` bytes: each text value cut to its share of it."""
+    share = max(0, room // max(1, len(row)) - 16)
+    return {k: (v[:share] if isinstance(v, str) else v) for k, v in row.items()}
+
+
 def _collect(cur: psycopg.Cursor[dict[str, Any]]) -> list[StatementResult]:
+    """Every statement's result, rows read one at a time until MAX_ROWS or MAX_RESULT_BYTES (summed
+    over the statements) is reached, so a huge value is converted at most once and never sent whole."""
     results: list[StatementResult] = []
+    room = MAX_RESULT_BYTES
     while True:
         status = cur.statusmessage or ""
         if cur.description is not None:
-            rows = cur.fetchmany(MAX_ROWS + 1)
-            truncated = len(rows) > MAX_ROWS
-            results.append(StatementResult(status, cur.rowcount, [jsonable(r) for r in rows[:MAX_ROWS]], truncated))
+            rows: list[dict[str, Any]] = []
+            truncated = cut = False
+            while (raw := cur.fetchone()) is not None:
+                if len(rows) == MAX_ROWS:
+                    truncated = True
+                    break
+                row = jsonable(raw)
+                size = len(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+                if size > room:
+                    if not rows:
+                        rows.append(_cut_row(row, room))
+                    cut = True
+                    room = 0
+                    break
+                room -= size
+                rows.append(row)
+            results.append(StatementResult(status, cur.rowcount, rows, truncated, cut))
         else:
             results.append(StatementResult(status, cur.rowcount, None))
         if not cur.nextset():
             break
     return results
+
+
+@contextmanager
+def bounded(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Cancel what runs on `conn` once it passes STATEMENT_TIMEOUT_S, whatever the session's own
+    statement_timeout says (the model may have set it to 0); the call then fails with the bound named."""
+    fired = threading.Event()
+
+    def cancel() -> None:
+        fired.set()
+        with contextlib.suppress(Exception):
+            conn.cancel_safe(timeout=5)
+
+    timer = threading.Timer(STATEMENT_TIMEOUT_S, cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except psycopg.errors.QueryCanceled as exc:
+        if fired.is_set():
+            raise StatementBoundExceeded(
+                f"the statement ran longer than localneon's {STATEMENT_TIMEOUT_S:g} s bound and was cancelled"
+            ) from exc
+        raise
+    finally:
+        timer.cancel()
 
 
 def connect(conninfo: str, *, autocommit: bool) -> psycopg.Connection[dict[str, Any]]:
@@ -85,7 +156,7 @@ def connect(conninfo: str, *, autocommit: bool) -> psycopg.Connection[dict[str, 
 
 def run(conninfo: str, text: str) -> list[StatementResult]:
     """Run ``text`` (one or more statements, simple protocol) with autocommit, like a console."""
-    with connect(conninfo, autocommit=True) as conn, conn.cursor() as cur:
+    with connect(conninfo, autocommit=True) as conn, conn.cursor() as cur, bounded(conn):
         # bytes: no parameter parsing, '%' stays literal
         cur.execute(without_neon_explain_options(text).encode(), prepare=False)
         return _collect(cur)
@@ -99,7 +170,7 @@ def run_read_only(conninfo: str, statements: list[str]) -> list[StatementResult]
 def run_transaction(conninfo: str, statements: list[str], *, read_only: bool = False) -> list[StatementResult]:
     """Run ``statements`` in one transaction: all of them take effect, or none do."""
     results: list[StatementResult] = []
-    with connect(conninfo, autocommit=False) as conn, conn.transaction(), conn.cursor() as cur:
+    with connect(conninfo, autocommit=False) as conn, bounded(conn), conn.transaction(), conn.cursor() as cur:
         if read_only:
             cur.execute("SET TRANSACTION READ ONLY")
         for statement in statements:
@@ -110,10 +181,12 @@ def run_transaction(conninfo: str, statements: list[str], *, read_only: bool = F
 
 def run_rolled_back(conninfo: str, text: str) -> list[StatementResult]:
     """Run ``text`` inside a transaction that is always rolled back (EXPLAIN ANALYZE without effects)."""
-    with connect(conninfo, autocommit=False) as conn:
+    with connect(conninfo, autocommit=False) as conn, bounded(conn):
         try:
             with conn.cursor() as cur:
-                cur.execute(without_neon_explain_options(text).encode(), prepare=False)
+                # Prepared (the extended protocol): one statement only, as Neon's driver sends it, so a
+                # text cannot end the transaction (`...; COMMIT; CREATE TABLE ...`) and write.
+                cur.execute(without_neon_explain_options(text).encode(), prepare=True)
                 return _collect(cur)
         finally:
             conn.rollback()

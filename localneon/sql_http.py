@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import sys
 import traceback
 from dataclasses import dataclass
@@ -122,7 +123,9 @@ def _query(item: Any, where: str) -> tuple[str, list[str | None]]:
 def parse_request(body: bytes, headers: Any) -> SqlRequest:
     """The queries and options of one request; bad input raises SqlHttpError naming what is wrong."""
     try:
-        data = json.loads(body or b"null")
+        data = json.loads((body or b"null").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SqlHttpError(f"request body is not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
     except json.JSONDecodeError as exc:
         raise SqlHttpError(f"request body is not valid JSON: {exc}") from exc
     if isinstance(data, dict) and "queries" in data:
@@ -274,11 +277,34 @@ def execute(conninfo: str, request: SqlRequest) -> dict[str, Any]:
         conn.finish()
 
 
+MAX_BODY_BYTES = int(os.environ.get("LOCALNEON_MAX_SQL_BODY_BYTES") or 10_000_000)
+
+
+async def read_bounded(request: Request, limit: int) -> bytes | None:
+    """The body, read in chunks; None once it passes `limit` (a 100 MB body is never held whole)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def sql_endpoint(neon: Neon) -> Any:
     """The Starlette handler for ``POST /sql`` on ``neon``'s cluster."""
 
     async def handle(request: Request) -> Response:
-        body = await request.body()
+        body = await read_bounded(request, MAX_BODY_BYTES)
+        if body is None:
+            message = (
+                f"request body is larger than localneon's {MAX_BODY_BYTES} byte limit (LOCALNEON_MAX_SQL_BODY_BYTES)"
+            )
+            return JSONResponse({"message": message, "code": "54000"}, status_code=413)
 
         def work() -> dict[str, Any]:
             parsed = parse_request(body, request.headers)

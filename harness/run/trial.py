@@ -31,7 +31,7 @@ from harness.run.liveness import register_run
 from harness.servers.neon.backend import Backend, local_backend, remote_backend
 from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
 from harness.servers.neon.sandbox import SandboxInfo
-from harness.servers.neon.state import capture
+from harness.servers.neon.state import capture, statements_running
 
 
 class TrialRunner:
@@ -353,7 +353,15 @@ class TrialRunner:
             if not deadline.expired():
                 raise
             waiting = "initialize" if connection is None else connection.in_flight
-            if waiting:  # the server never answered: its failure, whatever the model was doing
+            if waiting and waiting.startswith("tools/call") and await self._model_sql_running(info):
+                # The database is busy with what the model sent (a `pg_sleep`, a lock wait): its doing,
+                # not the server's, so a timeout like any other (else damage then a hang excuses it).
+                state.outcome = "timeout"
+                state.error = (
+                    f"trial exceeded EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s while the model's {waiting} was "
+                    "still running its SQL"
+                )
+            elif waiting:  # the server never answered: its failure, whatever the model was doing
                 state.outcome = "infra_error"
                 state.error = f"the server did not answer {waiting} within EVAL_TRIAL_TIMEOUT={settings.trial_timeout}s"
             elif state.usage.model_calls:
@@ -378,6 +386,17 @@ class TrialRunner:
             record.outcome = "infra_error"
             count, first = len(state.tool_calls), failed_at_server[0].result_text[:300]
             record.error = f"every tool call failed at the server ({count} of {count}); first: {first}"
+
+    async def _model_sql_running(self, info: SandboxInfo, within: float = 10.0) -> bool:
+        """Whether SQL of the project's role is still running: then a tool call that did not come back
+        was busy with what the model sent (a `pg_sleep`, a lock wait), not a stuck server."""
+        assert self.backend is not None
+        try:
+            async with asyncio.timeout(within):
+                uri = await self.backend.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+                return await statements_running(uri, within) > 0
+        except Exception:
+            return False
 
     def _view(self, server_tools: list[ServerTool], case: Case, trial_index: int, record: TrialRecord) -> ToolView:
         """The tools this trial's model sees (filter, overrides, decoys, shuffle), noted on the record."""

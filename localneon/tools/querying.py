@@ -49,7 +49,7 @@ def run_sql_read_only(neon: Neon, args: dict[str, Any]) -> str:
     statement = require_text(args, "sql")
     t = target(neon, args)
     with pg_errors("run_sql (read-only mode: a read-only transaction)", t):
-        results = sql.run_read_only(neon.role_conninfo(t), [statement])
+        results = sql.run_read_only(neon.readonly_conninfo(t), [statement])
     return sql.format_results(results)
 
 
@@ -57,7 +57,7 @@ def run_sql_transaction_read_only(neon: Neon, args: dict[str, Any]) -> str:
     statements = _statements(args)
     t = target(neon, args)
     with pg_errors("run_sql_transaction (read-only mode: a read-only transaction, nothing was applied)", t):
-        results = sql.run_read_only(neon.role_conninfo(t), statements)
+        results = sql.run_read_only(neon.readonly_conninfo(t), statements)
     return sql.dumps([r.as_json() for r in results])
 
 

@@ -14,6 +14,7 @@ but a rerun repeats them. It is a floor any model must beat.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import random
 import re
@@ -49,6 +50,9 @@ def rank_tools(query: str, tools: list[dict[str, Any]]) -> list[float]:
     """BM25 score of every tool's name and description for `query` (same order as `tools`)."""
     import bm25s  # here, not at import: every eval process registers this provider; few rank with it
 
+    # bm25s sets its own logger to DEBUG on import, and the braintrust CLI's root handler then prints
+    # every "Building index from tokens" line (about 20 a `make ab`): only its warnings are worth a line.
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
     corpus = [words(f"{tool['name']} {tool.get('description') or ''}") for tool in tools]
     tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False, return_ids=False)
     retriever = bm25s.BM25()

@@ -63,6 +63,10 @@ SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(a.pid, 5000))
   FROM pg_catalog.pg_stat_get_activity(NULL) AS a
  WHERE a.usesysid = {_OWN_ROLE} AND a.datid = {_OWN_DATABASE} AND a.pid <> pg_catalog.pg_backend_pid()
 """
+ACTIVE_OWN_SESSIONS = f"""
+SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_get_activity(NULL) AS a
+ WHERE a.usesysid = {_OWN_ROLE} AND a.state = 'active' AND a.pid <> pg_catalog.pg_backend_pid()
+"""
 EMPTY_HASH = "d41d8cd98f00b204e9800998ecf8427e"  # md5 of the empty string
 
 
@@ -105,6 +109,14 @@ async def end_own_sessions(uri: str, timeout: float) -> int:
     transactions, a statement still sleeping); how many were ended."""
     async with await connect(uri, timeout) as conn:
         row = await (await conn.execute(END_OWN_SESSIONS)).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def statements_running(uri: str, timeout: float = 10.0) -> int:
+    """How many statements of the role run right now (other than this one): when a tool call hangs,
+    whether the database is busy with what the model sent, or the server itself is stuck."""
+    async with await connect(uri, timeout) as conn:
+        row = await (await conn.execute(ACTIVE_OWN_SESSIONS)).fetchone()
     return int(row[0]) if row else 0
 
 
