@@ -33,7 +33,8 @@ TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( (3 * $(CORES) + 1) / 2 ));
 # What the project installs into the venv (`make PIP_INSTALL_ARGS=-e . ...` to leave out the dev tools).
 PIP_INSTALL_ARGS ?= -e '.[dev]'
 # The page tests load HTML reports in headless Chromium: Debian's package, installed by `make test` when
-# it runs as root with apt-get (as CI does); otherwise one line names the command, before any test runs.
+# it runs as root with apt-get (as CI does) or with passwordless sudo (GitHub's runners); otherwise one
+# line names the command, before any test runs.
 CHROMIUM_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 .PHONY: browser
 
@@ -53,6 +54,9 @@ browser:  ## Install headless Chromium for the page tests (Debian's package; nee
 	elif [ "$$EUID" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "make: installing headless Chromium for the page tests (apt-get install chromium)" >&2; \
 	  $(CHROMIUM_INSTALL) >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make: installing headless Chromium for the page tests (sudo apt-get install chromium)" >&2; \
+	  sudo -n bash -c '$(CHROMIUM_INSTALL)' >/dev/null; \
 	else echo "make: the page tests need headless Chromium; install it with: sudo apt-get install -y chromium" >&2; \
 	  exit 2; fi
 

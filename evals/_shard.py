@@ -57,12 +57,24 @@ def parse_shard(text: str) -> Shard | None:
 
 
 def shard_pool(pool: tuple[str, ...], shard: Shard | None) -> tuple[str, ...]:
-    """This shard's own projects of a Neon pool, so shards on different machines never share one."""
+    """This shard's own projects of a Neon pool, for every fixture: shards on different machines never
+    share a project, and each gets one of every fixture (`fixture:project` entries are split per
+    fixture, not as one list, which would leave a shard without some fixture's projects)."""
     if shard is None or not pool:
         return pool
-    if len(pool) < shard.count:
-        raise ValueError(f"NEON_PROJECT_POOL has {len(pool)} project(s) for {shard.count} shards: each needs its own")
-    return tuple(shard.select(pool))
+    groups: dict[str, list[str]] = {}
+    for entry in pool:
+        fixture = entry.partition(":")[0] if ":" in entry else ""
+        groups.setdefault(fixture, []).append(entry)
+    short = {fixture or "(any)": len(entries) for fixture, entries in groups.items() if len(entries) < shard.count}
+    if short:
+        counts = ", ".join(f"{fixture}: {count}" for fixture, count in sorted(short.items()))
+        raise ValueError(
+            f"EVAL_SHARD={shard}: {shard.count} shards need {shard.count} NEON_PROJECT_POOL projects of every "
+            f"fixture (one per shard, so no two machines share one), and the pool has fewer ({counts}); "
+            f"create them with `python -m harness.pool setup --per-fixture {shard.count} --apply`"
+        )
+    return tuple(entry for entries in groups.values() for entry in shard.select(entries))
 
 
 def _is_local(endpoint: str) -> bool:

@@ -12,6 +12,7 @@ from evals._shard import Shard, parse_provider_budget, parse_shard, provider_slo
 from evals._wiring import trial_plan
 from harness.cases import Case, load_cases
 from harness.recording.store import load_run
+from harness.servers.neon.pool_setup import DEFAULT_PER_FIXTURE
 from tests.evals.cli import offline_env, run_braintrust_eval
 from tests.fakes.braintrust_server import FakeBraintrust
 
@@ -115,5 +116,18 @@ def test_a_neon_pool_is_split_so_shards_never_share_a_project() -> None:
     shares = [shard_pool(pool, Shard(index, 2)) for index in (1, 2)]
     assert shares == [("p1", "p3", "p5"), ("p2", "p4")]
     assert shard_pool(pool, None) == pool
-    with pytest.raises(ValueError, match="NEON_PROJECT_POOL has 5 project\\(s\\) for 6 shards"):
+    with pytest.raises(ValueError, match="6 shards need 6 NEON_PROJECT_POOL projects of every fixture"):
         shard_pool(pool, Shard(1, 6))
+
+
+def test_a_pool_as_setup_writes_it_gives_every_shard_a_project_of_every_fixture() -> None:
+    """The pool line is sorted by fixture: split as one list, shards 1-2 of 4 got no `shop` project."""
+    per_fixture = DEFAULT_PER_FIXTURE
+    pool = tuple(f"{fixture}:{fixture}-{n}" for fixture in ("blog", "shop", "tasks") for n in range(per_fixture))
+    shares = [shard_pool(pool, Shard(index, 4)) for index in range(1, 5)]
+    for share in shares:
+        assert sorted(entry.partition(":")[0] for entry in share) == ["blog", "shop", "tasks"]
+    assert sorted(entry for share in shares for entry in share) == sorted(pool)  # none twice, none left out
+    with pytest.raises(ValueError, match="--per-fixture 4") as short:
+        shard_pool(pool[:2] + pool[per_fixture:], Shard(1, 4))
+    assert "blog: 2" in str(short.value)

@@ -29,6 +29,11 @@ from harness.servers.neon.state import fingerprint
 POOL_PREFIX = "mcp-evals-pool-"  # not the eval- prefix: nothing ever deletes a pool project
 
 
+# One project per fixture for each shard of the nightly workflow (its matrix has 4): shards on different
+# machines never share a project (`evals._shard.shard_pool`).
+DEFAULT_PER_FIXTURE = 4
+
+
 @dataclass
 class PoolPlan:
     """What the pool holds, what is wrong with it, and what setup creates (or would)."""
@@ -174,7 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     setup = commands.add_parser("setup", help="create or check pool projects for every fixture the cases use")
     setup.add_argument("--apply", action="store_true", help="create what is missing (default: dry run)")
-    setup.add_argument("--per-fixture", type=int, default=2, help="projects per fixture (default 2)")
+    setup.add_argument(
+        "--per-fixture",
+        type=int,
+        default=DEFAULT_PER_FIXTURE,
+        help=f"projects per fixture (default {DEFAULT_PER_FIXTURE}: one for each of the nightly's shards)",
+    )
     setup.add_argument("--fixture", action="append", help="only add projects for this fixture (repeatable)")
     args = parser.parse_args(argv)
     try:
