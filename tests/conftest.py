@@ -44,7 +44,27 @@ def runs_the_cli(item: pytest.Item) -> bool:
     return any(getattr(value, "__module__", None) == "tests.evals.cli" for value in vars(module).values())
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# What the fast lane (`make check`, `pytest --fast`) leaves out besides whole evals: Neon's npm packages.
+_NPM_MODULES = ("harness.servers.neon.published", "harness.servers.neon.stdio", "tests.localneon.npm_packages")
+
+
+def needs_npm(item: pytest.Item) -> bool:
+    """Whether `item`'s file drives Neon's npm packages (a Node process per test, minutes to install)."""
+    module = getattr(item, "module", None)
+    if module is None:
+        return False
+    return any(str(getattr(value, "__module__", "")).startswith(_NPM_MODULES) for value in vars(module).values())
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="the fast lane: leave out whole evals in subprocesses, fault injection and Neon's npm packages",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Files that run whole evals first, the quick ones after (each group in its own order).
 
     `make test` hands whole files to its workers in this order, so the minutes-long files start at
@@ -52,4 +72,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     alone at the end. The sort is stable and depends only on the code, so every worker collects the
     same order (pytest-xdist requires it).
     """
+    if config.getoption("--fast"):
+        slow = [item for item in items if runs_the_cli(item) or needs_npm(item)]
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item not in slow]
     items.sort(key=lambda item: not runs_the_cli(item))
