@@ -9,11 +9,9 @@ project's data. Administrative work uses the superuser.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 import subprocess
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from localneon import guards, ids, isolation
+from localneon import bounds, guards, ids, isolation
 from localneon.catalog import LOCAL_ORG_ID, Branch, Catalog, Database, Endpoint, Operation, Project
 from localneon.errors import Conflict, InvalidRequest, LocalNeonError, NotFound
 from localneon.locks import ROLE_COMMENT_PREFIX, creating, deleting
@@ -75,6 +73,7 @@ class Neon:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.catalog = Catalog(cluster)
+        bounds.register_admin(cluster.admin_conninfo)  # the SQL watchdog ends overrunning backends as it
 
     @classmethod
     def open(cls) -> Neon:
@@ -128,17 +127,16 @@ class Neon:
         )
 
     def readonly_conninfo(self, target: Target) -> str:
-        """Connect as the project's read-only companion (`guards`): what SQL under a read-only grant uses."""
+        """Connect as the project's read-only companion (``guards``): what SQL under a read-only grant
+        uses, so no SQL text can write (a READ ONLY transaction alone is one ``COMMIT`` away)."""
+        password = guards.readonly_password(target.project.role_password)
         with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
-            role = guards.ensure_readonly_role(
-                admin, target.project.id, target.project.role_name, isolation.SEARCH_PATH
-            )
-            admin.execute(
-                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
-                    sql.Identifier(target.database.pg_name), sql.Identifier(role)
-                )
-            )
-        return self.cluster.conninfo(target.database.pg_name, user=role)
+            project = target.project
+            role = guards.ensure_readonly_role(admin, project.id, project.role_name, password, isolation.SEARCH_PATH)
+            if role is None:
+                return self.role_conninfo(target)
+            guards.grant_connect(admin, target.database.pg_name, role)
+        return self.cluster.conninfo(target.database.pg_name, user=role, password=password)
 
     def admin_conninfo(self, database: Database) -> str:
         return self.cluster.conninfo(database.pg_name)
@@ -220,7 +218,7 @@ class Neon:
                     ]
             except BaseException:
                 guards.drop_database(admin, pg_name)
-                admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+                guards.drop_role(admin, self.cluster.conninfo, role)
                 raise
         return Created(project, branch, self.catalog.databases(branch.id), [endpoint], ops)
 
@@ -234,38 +232,38 @@ class Neon:
             project = self.project(project_id)
             for db in self.catalog.project_databases(project_id):
                 guards.drop_database(admin, db.pg_name)
+            # Roles before the catalog row: one that cannot be dropped fails the deletion by name, and
+            # a retry finds the project (its databases are gone already, which is no error).
+            guards.drop_readonly_role(admin, self.cluster.conninfo, project_id)
+            guards.drop_role(admin, self.cluster.conninfo, project.role_name)
             self.catalog.delete_project_row(project_id)
-            # If a role still owns objects elsewhere it stays behind (``localneon.gc`` finds it).
-            with contextlib.suppress(psycopg.Error):
-                guards.drop_readonly_role(admin, project_id)
-            with contextlib.suppress(psycopg.Error):
-                admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(project.role_name)))
         return project
 
     # Branches
     def _clone(self, admin: psycopg.Connection[Any], source: str, dest: str, owner: str) -> None:
-        """Clone ``source`` into ``dest``; waits out (then ends) other sessions on the template."""
+        """Clone ``source`` into ``dest``. PostgreSQL waits 5 s for other sessions on a template to
+        close before it refuses; then they are ended (a model's idle transaction must not stall a
+        branch: waiting them out took 45 s and more), and the clone is tried again."""
         admin.execute("SELECT pg_advisory_lock(hashtext(%s))", (source,))
         try:
             statement = sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY OWNER {}").format(
                 sql.Identifier(dest), sql.Identifier(source), sql.Identifier(owner)
             )
-            for attempt in range(60):
+            for _ in range(10):
                 try:
                     admin.execute(statement)
                     break
                 except psycopg.errors.ObjectInUse:
-                    if attempt >= 1:  # PostgreSQL itself waited 5 s for them: a session left open (a
-                        # model's idle transaction) must not stall a branch for minutes
-                        admin.execute(
-                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE datname = %s AND pid <> pg_backend_pid()",
-                            (source,),
-                        )
-                    time.sleep(0.05)
+                    admin.execute(
+                        "SELECT pg_terminate_backend(pid, 2000) FROM pg_stat_activity "
+                        "WHERE datname = %s AND pid <> pg_backend_pid()",
+                        (source,),
+                    )
             else:
                 raise LocalNeonError(f"database {source} stayed busy; could not clone it")
             admin.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(sql.Identifier(dest)))
+            if isolation.needs_seal(admin, dest):
+                isolation.seal_database(self.cluster.conninfo(dest))
         finally:
             admin.execute("SELECT pg_advisory_unlock(hashtext(%s))", (source,))
 
@@ -435,7 +433,8 @@ class Neon:
                     )
             # Restoring a Neon branch brings its roles back as they were; here roles are the cluster's.
             guards.reset_role(admin, project.role_name, project.role_password, isolation.SEARCH_PATH)
-            guards.reset_readonly_role(admin, project_id, project.role_name, isolation.SEARCH_PATH)
+            password = guards.readonly_password(project.role_password)
+            guards.reset_readonly_role(admin, project_id, project.role_name, password, isolation.SEARCH_PATH)
         return self.branch(project_id, branch.id), ops
 
     def _retire(self, admin: psycopg.Connection[Any], db: Database, keep: list[tuple[str, str, str]] | None) -> None:

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import psycopg
-from psycopg import sql
 
 from localneon import guards
 from localneon.branching import Neon
@@ -45,7 +44,9 @@ class Orphans:
 def _find(neon: Neon, admin: psycopg.Connection[tuple[object, ...]]) -> Orphans:
     with psycopg.connect(neon.catalog.conninfo) as cat:
         known_dbs = {row[0] for row in cat.execute("SELECT pg_name FROM databases")}
-        known_roles = {row[0] for row in cat.execute("SELECT role_name FROM projects")}
+        projects = cat.execute("SELECT id, role_name FROM projects").fetchall()
+    # A live project's read-only companion carries the same comment as its role: not an orphan.
+    known_roles = {str(name) for _, name in projects} | {guards.readonly_role(str(pid)) for pid, _ in projects}
     databases = [
         str(row[0])
         for row in admin.execute(
@@ -77,8 +78,7 @@ def collect(neon: Neon, *, dry_run: bool = False) -> Orphans:
             (name, functools.partial(guards.drop_database, admin, name)) for name in found.databases
         ]
         drops += [
-            (name, functools.partial(admin.execute, sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name))))
-            for name in found.roles
+            (name, functools.partial(guards.drop_role, admin, neon.cluster.conninfo, name)) for name in found.roles
         ]
         for name, drop in drops:  # databases first: a role is dropped once nothing it owns is left
             try:

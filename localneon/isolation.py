@@ -47,6 +47,16 @@ _VIEWS = {
     "pg_stat_activity": "SELECT * FROM pg_catalog.pg_stat_activity WHERE pg_catalog.pg_has_role(usesysid, 'MEMBER')",
     "pg_stat_database": f"SELECT * FROM pg_catalog.pg_stat_database WHERE datid IN "
     f"(SELECT oid FROM pg_catalog.pg_database WHERE {_OWN_DATABASE})",
+    # Comments on roles and databases (each project role's says "localneon project <id>"), role
+    # memberships and per-role settings (another model's ALTER ROLE ... SET) name other projects too.
+    "pg_shdescription": "SELECT * FROM pg_catalog.pg_shdescription WHERE CASE classoid "
+    "WHEN 'pg_catalog.pg_authid'::pg_catalog.regclass THEN pg_catalog.pg_has_role(objoid, 'MEMBER') "
+    f"WHEN 'pg_catalog.pg_database'::pg_catalog.regclass THEN objoid IN "
+    f"(SELECT oid FROM pg_catalog.pg_database WHERE {_OWN_DATABASE}) ELSE true END",
+    "pg_auth_members": "SELECT * FROM pg_catalog.pg_auth_members WHERE pg_catalog.pg_has_role(member, 'MEMBER')",
+    "pg_db_role_setting": "SELECT * FROM pg_catalog.pg_db_role_setting WHERE "
+    "(setrole = 0 OR pg_catalog.pg_has_role(setrole, 'MEMBER')) AND (setdatabase = 0 OR setdatabase = "
+    "(SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()))",
 }
 # This database's statements run by the caller's own roles (the superuser's upkeep is left out).
 _STATS_VIEW = (
@@ -61,7 +71,7 @@ _STATS_VIEW = (
 # being template copies, inherit it. SECURITY DEFINER: it reads the catalogs closed to the project role.
 LOGIN_TRIGGER = "localneon_admit"
 _ADMIT = f"""
-CREATE FUNCTION {SCHEMA}.admit() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
+CREATE OR REPLACE FUNCTION {SCHEMA}.admit() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog AS $$
 BEGIN
   IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)
@@ -86,44 +96,56 @@ def without_login_trigger(dump: str) -> str:
 
 
 def seal_database(admin_conninfo: str) -> None:
-    """Give one new project database its filtered catalog views (run as the superuser, once).
+    """Give a project database its filtered catalog views and its login rule (as the superuser).
 
-    A server without the contrib package (an external ``DATABASE_URL``) gets no statistics view;
-    only ``list_slow_queries`` needs it, and it says so."""
+    Idempotent: a copy of a database sealed before the login rule existed (a pool's golden branch)
+    gets what it lacks when it is made (``needs_seal``). A server without the contrib package (an external
+    ``DATABASE_URL``) gets no statistics view; only ``list_slow_queries`` needs it, and it says so."""
+    schema = sql.Identifier(SCHEMA)
     with psycopg.connect(admin_conninfo, autocommit=True) as conn, conn.transaction():
         conn.execute("SET LOCAL allow_system_table_mods = on")  # the pg_ prefix is reserved otherwise
         with_stats = bool(
             conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_stat_statements'").fetchone()
         )
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+        made = {
+            str(row[0])
+            for row in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
+                (SCHEMA,),
+            )
+        }
         for name, body in _VIEWS.items():
-            conn.execute(
-                sql.SQL("CREATE VIEW {}.{} AS ").format(sql.Identifier(SCHEMA), sql.Identifier(name)) + sql.SQL(body)
-            )
-        if with_stats:
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(STATS_SCHEMA)))
-            conn.execute(
-                sql.SQL("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA {}").format(
-                    sql.Identifier(STATS_SCHEMA)
-                )
-            )
-            conn.execute(
-                sql.SQL("CREATE VIEW {}.pg_stat_statements AS ").format(sql.Identifier(SCHEMA)) + sql.SQL(_STATS_VIEW)
-            )
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO PUBLIC").format(sql.Identifier(SCHEMA)))
-        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO PUBLIC").format(sql.Identifier(SCHEMA)))
+            if name not in made:
+                conn.execute(sql.SQL("CREATE VIEW {}.{} AS ").format(schema, sql.Identifier(name)) + sql.SQL(body))
+        if with_stats and "pg_stat_statements" not in made:
+            stats = sql.Identifier(STATS_SCHEMA)
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(stats))
+            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA {}").format(stats))
+            conn.execute(sql.SQL("CREATE VIEW {}.pg_stat_statements AS ").format(schema) + sql.SQL(_STATS_VIEW))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO PUBLIC").format(schema))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO PUBLIC").format(schema))
         closed = sql.SQL(", ").join(sql.Identifier("pg_catalog", name) for name in _VIEWS)
         conn.execute(sql.SQL("REVOKE SELECT ON {} FROM PUBLIC").format(closed))
-        conn.execute(
-            "REVOKE TEMPORARY ON DATABASE " + sql.Identifier(conn.info.dbname).as_string(conn) + " FROM PUBLIC"
-        )
-        if conn.info.server_version >= 170000:  # login event triggers; an older DATABASE_URL server has none
+        conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(conn.info.dbname)))
+        # Login event triggers came with PostgreSQL 17: an older DATABASE_URL server has none, and
+        # there only CONNECT grants (which the owner controls) keep other projects out.
+        if conn.info.server_version >= 170000:
             conn.execute(_ADMIT)
-            conn.execute(
-                sql.SQL("CREATE EVENT TRIGGER {} ON login EXECUTE FUNCTION {}.admit()").format(
-                    sql.Identifier(LOGIN_TRIGGER), sql.Identifier(SCHEMA)
+            if not conn.execute("SELECT 1 FROM pg_event_trigger WHERE evtname = %s", (LOGIN_TRIGGER,)).fetchone():
+                conn.execute(
+                    sql.SQL("CREATE EVENT TRIGGER {} ON login EXECUTE FUNCTION {}.admit()").format(
+                        sql.Identifier(LOGIN_TRIGGER), schema
+                    )
                 )
-            )
+
+
+def needs_seal(admin: psycopg.Connection[Any], database: str) -> bool:
+    """Whether a fresh copy lacks the login rule: its template was sealed by an older localneon."""
+    if admin.info.server_version < 170000:
+        return False
+    row = admin.execute("SELECT dathasloginevt FROM pg_database WHERE datname = %s", (database,)).fetchone()
+    return row is not None and not row[0]
 
 
 def seal_role(admin: psycopg.Connection[Any], role: str) -> None:

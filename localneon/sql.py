@@ -1,15 +1,15 @@
 """Running SQL on a branch database as the project role, and turning results into JSON text.
 
 Every call opens its own short connection and closes it, so no session lingers on a database that
-a branch operation may need to use as a template.
+a branch operation may need to use as a template. Every SQL text runs through ``bounds``: rows are
+read one at a time and kept up to ``MAX_ROWS`` and ``bounds.MAX_RESULT_BYTES`` (counted as the JSON
+text the model reads; the rest is read and dropped, so later statements of the text still run),
+and the call is ended at ``bounds.STATEMENT_TIMEOUT_S`` whatever the session set.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,22 +19,13 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg import ClientCursor, pq
+from psycopg.adapt import Transformer
 
+from localneon import bounds
 from localneon.explain_options import without_neon_explain_options
 
 MAX_ROWS = 500
-# The bounds a model's SQL cannot lift: the session's statement_timeout is its to change
-# (`SET statement_timeout = 0`), so the twin cancels a call itself past LOCALNEON_STATEMENT_TIMEOUT;
-# and a result is cut at LOCALNEON_MAX_RESULT_BYTES (counted as the JSON the model would read), so
-# 20 rows of 10 MB are neither kept nor sent whole.
-STATEMENT_TIMEOUT_S = float(os.environ.get("LOCALNEON_STATEMENT_TIMEOUT") or 60)
-STATEMENT_TIMEOUT_MS = int(STATEMENT_TIMEOUT_S * 1000)
-MAX_RESULT_BYTES = int(os.environ.get("LOCALNEON_MAX_RESULT_BYTES") or 1_000_000)
-
-
-class StatementBoundExceeded(psycopg.errors.QueryCanceled):
-    """The twin cancelled a call that ran past its own bound."""
 
 
 def jsonable(value: Any) -> Any:
@@ -62,140 +53,186 @@ class StatementResult:
     rowcount: int
     rows: list[dict[str, Any]] | None
     truncated: bool = False
-    cut_at_bytes: bool = False  # rows stopped at MAX_RESULT_BYTES, not at MAX_ROWS
+    cut_at: int | None = None  # the byte limit the rows were cut at
 
     def as_json(self) -> Any:
         if self.rows is None:
             if self.rowcount < 0:
                 return {"command": self.command}
             return {"command": self.command, "rowCount": self.rowcount}
-        if self.cut_at_bytes:
-            note = (
-                f"result cut at {MAX_RESULT_BYTES} bytes: {len(self.rows)} of {self.rowcount} rows shown "
-                "(a row too large for the limit shows as the text of its first bytes)"
-            )
+        if self.cut_at is not None:
+            note = f"result cut at {self.cut_at} bytes: {len(self.rows)} of {self.rowcount} rows shown"
             return {"rows": self.rows, "note": note}
         if self.truncated:
             return {"rows": self.rows, "note": f"only the first {MAX_ROWS} rows are shown"}
         return self.rows
 
 
+def _size(value: Any) -> int:
+    """Bytes ``value`` takes in the JSON text the model reads, nested up to three levels deep there."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return len(text.encode()) + 6 * (text.count("\n") + 1) + 2
+
+
+def _shorten(value: Any, room: int) -> Any:
+    """A value whose JSON would not fit in ``room`` bytes, as the first characters of its text."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text[:room]
+    while text and (size := _size(text)) > room:
+        text = text[: len(text) * room // size - 1]
+    return text
+
+
 def _cut_row(row: dict[str, Any], room: int) -> dict[str, Any]:
-    """A row whose JSON would not fit in `room` bytes: each text value cut to its share of it."""
-    share = max(0, room // max(1, len(row)) - 16)
-    return {k: (v[:share] if isinstance(v, str) else v) for k, v in row.items()}
+    """The first row of a result, too large for what is left: each large value cut to its share."""
+    share = max(0, (room - _size({k: None for k in row})) // max(1, len(row)))
+    return {k: v if _size(v) <= share else _shorten(v, share) for k, v in row.items()}
 
 
-def _collect(cur: psycopg.Cursor[dict[str, Any]]) -> list[StatementResult]:
-    """Every statement's result, rows read one at a time until MAX_ROWS or MAX_RESULT_BYTES (summed
-    over the statements) is reached, so a huge value is converted at most once and never sent whole."""
-    results: list[StatementResult] = []
-    room = MAX_RESULT_BYTES
-    while True:
-        status = cur.statusmessage or ""
-        if cur.description is not None:
-            rows: list[dict[str, Any]] = []
-            truncated = cut = False
-            while (raw := cur.fetchone()) is not None:
-                if len(rows) == MAX_ROWS:
-                    truncated = True
-                    break
-                row = jsonable(raw)
-                size = len(json.dumps(row, ensure_ascii=False).encode("utf-8"))
-                if size > room:
-                    if not rows:
-                        rows.append(_cut_row(row, room))
-                    cut = True
-                    room = 0
-                    break
-                room -= size
-                rows.append(row)
-            results.append(StatementResult(status, cur.rowcount, rows, truncated, cut))
-        else:
-            results.append(StatementResult(status, cur.rowcount, None))
-        if not cur.nextset():
-            break
-    return results
+class _Rows:
+    """The rows of one statement as they arrive: kept while they fit, counted after."""
+
+    def __init__(self, budget: list[int], names: list[str]) -> None:
+        self.budget = budget  # one mutable int shared by every statement of the call
+        self.names = names
+        self.kept: list[dict[str, Any]] = []
+        self.seen = 0
+        self.truncated = False
+        self.cut = False
+
+    def make(self, values: Any) -> dict[str, Any]:
+        return dict(zip(self.names, values, strict=True))
+
+    def wants_more(self) -> bool:
+        return not self.truncated and not self.cut
+
+    def add(self, row: dict[str, Any]) -> None:
+        if len(self.kept) >= MAX_ROWS:
+            self.truncated = True
+            return
+        row = jsonable(row)
+        size = _size(row)
+        if size > self.budget[0]:
+            if not self.kept and self.budget[0] > 0:
+                self.kept.append(_cut_row(row, self.budget[0]))
+            self.cut, self.budget[0] = True, 0
+            return
+        self.budget[0] -= size
+        self.kept.append(row)
+
+
+def _execute(
+    conn: psycopg.Connection[Any], dog: bounds.Watchdog, text: str, budget: list[int], *, one: bool = False
+) -> list[StatementResult]:
+    """Run ``text`` (``one``: as a single statement over the extended protocol) and shape its results."""
+    pgconn = conn.pgconn
+    bounds.send(pgconn, dog, without_neon_explain_options(text).encode(), [] if one else None)
+    out: list[StatementResult] = []
+    error: psycopg.Error | None = None
+    rows: _Rows | None = None
+    tx = Transformer(conn)
+    for res in bounds.results(pgconn, dog):
+        status = res.status
+        if status == pq.ExecStatus.SINGLE_TUPLE:
+            first = rows is None
+            if rows is None:
+                rows = _Rows(budget, [(res.fname(i) or b"").decode(conn.info.encoding) for i in range(res.nfields)])
+            rows.seen += 1
+            if rows.wants_more():
+                tx.set_pgresult(res, set_loaders=first)
+                rows.add(tx.load_row(0, rows.make))
+        elif status == pq.ExecStatus.FATAL_ERROR:
+            error = error or psycopg.errors.error_from_result(res, encoding=conn.info.encoding)
+        elif bounds.is_copy(res):
+            error = error or psycopg.NotSupportedError("COPY is not available here: use INSERT or SELECT")
+        elif status in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK, pq.ExecStatus.EMPTY_QUERY):
+            command = (res.command_status or b"").decode(conn.info.encoding)
+            count = res.command_tuples
+            if status == pq.ExecStatus.TUPLES_OK:
+                rows = rows or _Rows(budget, [])
+                cut_at = bounds.MAX_RESULT_BYTES if rows.cut else None
+                out.append(StatementResult(command, rows.seen, rows.kept, rows.truncated, cut_at))
+            else:
+                out.append(StatementResult(command, -1 if count is None else count, None))
+            rows = None
+    if error is not None:
+        raise error
+    return out
 
 
 @contextmanager
-def bounded(conn: psycopg.Connection[Any]) -> Iterator[None]:
-    """Cancel what runs on `conn` once it passes STATEMENT_TIMEOUT_S, whatever the session's own
-    statement_timeout says (the model may have set it to 0); the call then fails with the bound named."""
-    fired = threading.Event()
-
-    def cancel() -> None:
-        fired.set()
-        with contextlib.suppress(Exception):
-            conn.cancel_safe(timeout=5)
-
-    timer = threading.Timer(STATEMENT_TIMEOUT_S, cancel)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    except psycopg.errors.QueryCanceled as exc:
-        if fired.is_set():
-            raise StatementBoundExceeded(
-                f"the statement ran longer than localneon's {STATEMENT_TIMEOUT_S:g} s bound and was cancelled"
-            ) from exc
-        raise
-    finally:
-        timer.cancel()
+def session(conninfo: str) -> Iterator[tuple[psycopg.Connection[Any], bounds.Watchdog]]:
+    """A connection as ``conninfo``'s role with the call's watchdog; closed on the way out, and a
+    failure after the watchdog fired reported as the bound (the backend was cancelled or ended)."""
+    with connect(conninfo) as conn:
+        dog = bounds.Watchdog(conn, conninfo)
+        try:
+            yield conn, dog
+        except psycopg.Error as exc:
+            if dog.fired and not isinstance(exc, bounds.BoundExceeded):
+                raise dog.error() from exc
+            raise
 
 
-def connect(conninfo: str, *, autocommit: bool) -> psycopg.Connection[dict[str, Any]]:
+def connect(conninfo: str) -> psycopg.Connection[Any]:
     return psycopg.connect(
         conninfo,
-        autocommit=autocommit,
-        row_factory=dict_row,
-        options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+        autocommit=True,
+        options=f"-c statement_timeout={bounds.statement_timeout_ms()}",
         connect_timeout=15,
     )
 
 
 def run(conninfo: str, text: str) -> list[StatementResult]:
     """Run ``text`` (one or more statements, simple protocol) with autocommit, like a console."""
-    with connect(conninfo, autocommit=True) as conn, conn.cursor() as cur, bounded(conn):
-        # bytes: no parameter parsing, '%' stays literal
-        cur.execute(without_neon_explain_options(text).encode(), prepare=False)
-        return _collect(cur)
+    with session(conninfo) as (conn, dog):
+        return _execute(conn, dog, text, [bounds.MAX_RESULT_BYTES])
 
 
 def run_read_only(conninfo: str, statements: list[str]) -> list[StatementResult]:
-    """Run ``statements`` in one READ ONLY transaction (read-only grant): PostgreSQL refuses any write."""
+    """Run ``statements`` in one READ ONLY transaction, each as one statement over the extended
+    protocol, as Neon's server sends them (a text of several statements is an error there too)."""
     return run_transaction(conninfo, statements, read_only=True)
 
 
 def run_transaction(conninfo: str, statements: list[str], *, read_only: bool = False) -> list[StatementResult]:
-    """Run ``statements`` in one transaction: all of them take effect, or none do."""
-    results: list[StatementResult] = []
-    with connect(conninfo, autocommit=False) as conn, bounded(conn), conn.transaction(), conn.cursor() as cur:
-        if read_only:
-            cur.execute("SET TRANSACTION READ ONLY")
-        for statement in statements:
-            cur.execute(without_neon_explain_options(statement).encode(), prepare=False)
-            results.extend(_collect(cur))
+    """Run ``statements`` in one transaction: all of them take effect, or none do (a failure closes
+    the connection, and PostgreSQL rolls the transaction back)."""
+    budget = [bounds.MAX_RESULT_BYTES]
+    with session(conninfo) as (conn, dog):
+        _execute(conn, dog, "BEGIN READ ONLY" if read_only else "BEGIN", budget)
+        results = [r for s in statements for r in _execute(conn, dog, s, budget, one=read_only)]
+        _execute(conn, dog, "COMMIT", budget)
     return results
 
 
 def run_rolled_back(conninfo: str, text: str) -> list[StatementResult]:
-    """Run ``text`` inside a transaction that is always rolled back (EXPLAIN ANALYZE without effects)."""
-    with connect(conninfo, autocommit=False) as conn, bounded(conn):
+    """Run ``text`` inside a transaction that is always rolled back (EXPLAIN ANALYZE without effects).
+
+    One statement over the extended protocol, as Neon's driver sends it, so the text cannot end
+    the transaction (``...; COMMIT; CREATE TABLE ...``) and write."""
+    budget = [bounds.MAX_RESULT_BYTES]
+    with session(conninfo) as (conn, dog):
+        _execute(conn, dog, "BEGIN", budget)
         try:
-            with conn.cursor() as cur:
-                # Prepared (the extended protocol): one statement only, as Neon's driver sends it, so a
-                # text cannot end the transaction (`...; COMMIT; CREATE TABLE ...`) and write.
-                cur.execute(without_neon_explain_options(text).encode(), prepare=True)
-                return _collect(cur)
+            return _execute(conn, dog, text, budget, one=True)
         finally:
-            conn.rollback()
+            if conn.pgconn.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+                _execute(conn, dog, "ROLLBACK", budget)
+
+
+def _rows(conn: psycopg.Connection[Any], dog: bounds.Watchdog, text: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """A read of the twin's own, bound like the model's SQL: the model may have put functions of
+    its own before ``pg_catalog`` on the search path, so even these queries can run its code."""
+    literal = ClientCursor(conn).mogrify(text, params) if params else text.replace("%%", "%")
+    [result] = _execute(conn, dog, literal, [bounds.MAX_RESULT_BYTES * 10], one=True)
+    return result.rows or []
 
 
 def query(conninfo: str, text: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     """A parameterised read for the catalog-style helpers below."""
-    with connect(conninfo, autocommit=True) as conn:
-        return [jsonable(r) for r in conn.execute(text, params).fetchall()]
+    with session(conninfo) as (conn, dog):
+        return _rows(conn, dog, text, params)
 
 
 def dumps(value: Any) -> str:
@@ -228,41 +265,49 @@ def list_tables(conninfo: str) -> list[dict[str, Any]]:
 
 def describe_table(conninfo: str, table: str) -> dict[str, Any] | None:
     """Columns, constraints and indexes of ``table`` (``name`` or ``schema.name``); None if absent."""
-    with connect(conninfo, autocommit=True) as conn:
-        row = conn.execute("SELECT to_regclass(%s)::oid AS oid", (table,)).fetchone()
-        if row is None or row["oid"] is None:
+    with session(conninfo) as (conn, dog):
+        found = _rows(conn, dog, "SELECT to_regclass(%s)::oid AS oid", (table,))
+        if not found or found[0]["oid"] is None:
             return None
-        oid = row["oid"]
-        head = conn.execute(
+        oid = (found[0]["oid"],)
+        head = _rows(
+            conn,
+            dog,
             "SELECT n.nspname AS schema, c.relname AS name FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s",
-            (oid,),
-        ).fetchone()
-        columns = conn.execute(
+            oid,
+        )
+        columns = _rows(
+            conn,
+            dog,
             """
             SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
                    NOT a.attnotnull AS nullable, pg_get_expr(d.adbin, d.adrelid) AS default
             FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
             """,
-            (oid,),
-        ).fetchall()
-        constraints = conn.execute(
+            oid,
+        )
+        constraints = _rows(
+            conn,
+            dog,
             "SELECT conname AS name, pg_get_constraintdef(oid) AS definition FROM pg_constraint "
             "WHERE conrelid = %s ORDER BY conname",
-            (oid,),
-        ).fetchall()
-        indexes = conn.execute(
+            oid,
+        )
+        indexes = _rows(
+            conn,
+            dog,
             "SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS definition "
             "FROM pg_index WHERE indrelid = %s ORDER BY 1",
-            (oid,),
-        ).fetchall()
+            oid,
+        )
     return {
-        "schema": head["schema"] if head else None,
-        "table": head["name"] if head else table,
-        "columns": jsonable(columns),
-        "constraints": jsonable(constraints),
-        "indexes": jsonable(indexes),
+        "schema": head[0]["schema"] if head else None,
+        "table": head[0]["name"] if head else table,
+        "columns": columns,
+        "constraints": constraints,
+        "indexes": indexes,
     }
 
 
@@ -274,7 +319,12 @@ def explain(conninfo: str, statement: str, *, analyze: bool) -> Any:
     if not rows:
         return []
     value = next(iter(rows[0].values()))
-    return json.loads(value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:  # a plan cut at the byte limit: its text as far as it goes
+        return value
 
 
 def relations_in_plan(plan: Any) -> list[str]:

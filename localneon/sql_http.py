@@ -14,6 +14,10 @@ HTTP 400 a JSON body with PostgreSQL's error fields (``message``, ``code``, ``se
 Each query runs with the extended protocol (one statement, ``$1`` parameters sent as text) on its
 own connection as the project's role; a batch is one transaction, rolled back on the first error.
 Values come back as PostgreSQL's text output, as Neon's proxy sends them with raw text output on.
+Bounds, as Neon's proxy has them (``bounds`` holds the numbers): a body over the limit is HTTP 413
+(``request is too large``), a response over it HTTP 507 (``response is too large``), read a row
+at a time so it is never held whole; a body that is not UTF-8 or not JSON is a 400 naming why; a
+request running past the statement bound is ended whatever the session set.
 Only databases this localneon manages are served: the URI must name one of its branch databases,
 as the owning project's role, with that role's password.
 """
@@ -22,13 +26,13 @@ from __future__ import annotations
 
 import hmac
 import json
-import os
 import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import psycopg
 from psycopg import pq
 from psycopg.conninfo import make_conninfo
 from psycopg.pq.abc import PGconn, PGresult
@@ -36,9 +40,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from localneon import bounds
 from localneon.branching import Neon
 from localneon.explain_options import without_neon_explain_options
-from localneon.sql import STATEMENT_TIMEOUT_MS
 
 ISOLATION_LEVELS = {
     "ReadUncommitted": "READ UNCOMMITTED",
@@ -73,8 +77,9 @@ _BOOL, _NUMBERS, _JSON = 16, {21, 23, 26, 700, 701}, {114, 3802}
 class SqlHttpError(Exception):
     """A request answered with HTTP 400 and a PostgreSQL-shaped error body."""
 
-    def __init__(self, message: str, code: str = "", **fields: str) -> None:
+    def __init__(self, message: str, code: str = "", *, status: int = 400, **fields: str) -> None:
         super().__init__(message)
+        self.status = status
         self.body = {"message": message, **({"code": code} if code else {}), **fields}
 
 
@@ -87,6 +92,8 @@ class SqlRequest:
     array_mode: bool
     raw_text: bool
     begin: str = "BEGIN"
+    size: int = 0  # bytes of rows read so far, for the response limit
+    read_only: bool = False  # a Neon-Batch-Read-Only batch: run as the project's read-only role
 
 
 def _flag(headers: Any, name: str) -> bool | None:
@@ -117,7 +124,13 @@ def _query(item: Any, where: str) -> tuple[str, list[str | None]]:
     params = item.get("params") or []
     if not isinstance(params, list):
         raise SqlHttpError(f'{where}: "params" must be an array')
-    return item["query"], [_param(p, f"{where} parameter ${i + 1}") for i, p in enumerate(params)]
+    values = [_param(p, f"{where} parameter ${i + 1}") for i, p in enumerate(params)]
+    for text in (item["query"], *values):
+        try:
+            (text or "").encode()
+        except UnicodeEncodeError as exc:  # JSON may escape a lone surrogate ("\\ud800"): no text has one
+            raise SqlHttpError(f"{where} is not valid Unicode: {exc.reason} at character {exc.start}") from exc
+    return item["query"], values
 
 
 def parse_request(body: bytes, headers: Any) -> SqlRequest:
@@ -149,12 +162,17 @@ def parse_request(body: bytes, headers: Any) -> SqlRequest:
     modes += [] if read_only is None else ["READ ONLY" if read_only else "READ WRITE"]
     modes += [] if deferrable is None else ["DEFERRABLE" if deferrable else "NOT DEFERRABLE"]
     request.begin = " ".join(["BEGIN", ", ".join(modes)]).strip()
+    request.read_only = batch and bool(read_only)
     return request
 
 
-def resolve_conninfo(neon: Neon, connection_string: str | None) -> str:
+def resolve_conninfo(neon: Neon, connection_string: str | None, *, read_only: bool = False) -> str:
     """The libpq conninfo for a ``Neon-Connection-String``, refused unless it names a database of
-    this server's catalog, as its project's role, with that role's password."""
+    this server's catalog, as its project's role, with that role's password.
+
+    ``read_only``: as the project's read-only companion instead (``guards``). A batch's READ ONLY
+    transaction alone is one ``{"query": "COMMIT"}`` away from writing (on Neon's proxy too), and
+    Neon's own MCP server sends ``run_sql_transaction`` under a read-only grant as such a batch."""
     if not connection_string:
         raise SqlHttpError("missing Neon-Connection-String header: send the database's postgresql:// URI")
     parts = urlsplit(connection_string)
@@ -170,16 +188,19 @@ def resolve_conninfo(neon: Neon, connection_string: str | None) -> str:
     pg_name = unquote(parts.path.strip("/"))
     with neon.catalog.connect() as conn:
         row = conn.execute(
-            "SELECT p.role_name, p.role_password FROM databases d JOIN branches b ON b.id = d.branch_id "
-            "JOIN projects p ON p.id = b.project_id WHERE d.pg_name = %s",
+            "SELECT p.id, b.id AS branch_id, d.name, p.role_name, p.role_password FROM databases d "
+            "JOIN branches b ON b.id = d.branch_id JOIN projects p ON p.id = b.project_id WHERE d.pg_name = %s",
             (pg_name,),
         ).fetchone()
     if row is None:
         raise SqlHttpError(f'database "{pg_name}" is not a database of this localneon', "3D000", severity="FATAL")
     if user != row["role_name"] or not hmac.compare_digest(password.encode(), str(row["role_password"]).encode()):
         raise SqlHttpError(f'password authentication failed for user "{user}"', "28P01", severity="FATAL")
-    conninfo = cluster.conninfo(pg_name, user=user, password=password)
-    return make_conninfo(conninfo, options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}", connect_timeout=15)
+    if read_only:
+        conninfo = neon.readonly_conninfo(neon.target(row["id"], row["branch_id"], row["name"]))
+    else:
+        conninfo = cluster.conninfo(pg_name, user=user, password=password)
+    return make_conninfo(conninfo, options=f"-c statement_timeout={bounds.statement_timeout_ms()}", connect_timeout=15)
 
 
 def _error(result: PGresult | None, conn: PGconn) -> SqlHttpError:
@@ -212,7 +233,8 @@ def _value(raw: bytes | None, type_oid: int, raw_text: bool) -> Any:
     return text
 
 
-def _result_json(result: PGresult, request: SqlRequest) -> dict[str, Any]:
+def _result_json(result: PGresult, rows: list[Any], request: SqlRequest) -> dict[str, Any]:
+    """One query's answer: ``rows`` (already shaped) and the fields and status of its last result."""
     fields: list[dict[str, Any]] = [
         {
             "name": (result.fname(i) or b"").decode(),
@@ -225,10 +247,8 @@ def _result_json(result: PGresult, request: SqlRequest) -> dict[str, Any]:
         }
         for i in range(result.nfields)
     ]
-    rows: list[Any] = []
-    for r in range(result.ntuples):
-        values = [_value(result.get_value(r, c), result.ftype(c), request.raw_text) for c in range(result.nfields)]
-        rows.append(values if request.array_mode else {f["name"]: v for f, v in zip(fields, values, strict=True)})
+    if not request.array_mode:
+        rows = [{f["name"]: v for f, v in zip(fields, values, strict=True)} for values in rows]
     status = (result.command_status or b"").decode()
     return {
         "command": status.split(" ", 1)[0],
@@ -240,48 +260,71 @@ def _result_json(result: PGresult, request: SqlRequest) -> dict[str, Any]:
 
 
 _OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QUERY)
-_COPY = (pq.ExecStatus.COPY_IN, pq.ExecStatus.COPY_OUT, pq.ExecStatus.COPY_BOTH)
 
 
-def _exec(conn: PGconn, text: str, params: list[str | None] | None = None) -> PGresult:
-    if params is None:
-        result = conn.exec_(text.encode())
+def _bound_error(dog: bounds.Watchdog) -> SqlHttpError:
+    return SqlHttpError(str(dog.error()), "57014", severity="ERROR")
+
+
+def _run(
+    conn: psycopg.Connection[Any], dog: bounds.Watchdog, text: str, params: list[str | None] | None, request: SqlRequest
+) -> dict[str, Any]:
+    """One query, its rows read one at a time; refused (HTTP 507, as Neon's proxy answers) once the
+    response would pass ``bounds.MAX_RESULT_BYTES``, counted over the whole request."""
+    pgconn = conn.pgconn
+    if params is None:  # the twin's own BEGIN and COMMIT
+        bounds.send(pgconn, dog, text.encode())
     else:
         encoded = [p.encode() if p is not None else None for p in params]
-        result = conn.exec_params(without_neon_explain_options(text).encode(), encoded)
-    if result.status in _COPY:
-        raise SqlHttpError("COPY is not available over /sql: use INSERT, or a PostgreSQL client over TCP")
-    if result.status not in _OK:
-        raise _error(result, conn)
-    return result
+        bounds.send(pgconn, dog, without_neon_explain_options(text).encode(), encoded)
+    rows: list[Any] = []
+    last: PGresult | None = None
+    error: SqlHttpError | None = None
+    for result in bounds.results(pgconn, dog):
+        if result.status == pq.ExecStatus.SINGLE_TUPLE:
+            raw = [result.get_value(0, c) for c in range(result.nfields)]
+            request.size += sum(len(v) for v in raw if v is not None) + 8 * result.nfields
+            if request.size > bounds.MAX_RESULT_BYTES:
+                raise SqlHttpError(f"response is too large (max is {bounds.MAX_RESULT_BYTES} bytes)", status=507)
+            rows.append([_value(v, result.ftype(c), request.raw_text) for c, v in enumerate(raw)])
+        elif bounds.is_copy(result):
+            error = error or SqlHttpError(
+                "COPY is not available over /sql: use INSERT, or a PostgreSQL client over TCP"
+            )
+        elif result.status in _OK:
+            last = result
+        else:
+            error = error or (_bound_error(dog) if dog.fired else _error(result, pgconn))
+    if error is not None:
+        raise error
+    if last is None:
+        raise _bound_error(dog) if dog.fired else SqlHttpError("the query returned no result")
+    return _result_json(last, rows, request)
 
 
 def execute(conninfo: str, request: SqlRequest) -> dict[str, Any]:
-    """Run the request's queries (a batch in one transaction); the response body."""
-    conn = pq.PGconn.connect(conninfo.encode())
+    """Run the request's queries (a batch in one transaction: a failure closes the connection, and
+    PostgreSQL rolls it back); the response body. The call is bound as ``bounds`` says."""
     try:
-        if conn.status != pq.ConnStatus.OK:
-            raise SqlHttpError((conn.get_error_message() or "could not connect").strip(), "08006")
-        if not request.batch:
-            query, params = request.queries[0]
-            return _result_json(_exec(conn, query, params), request)
-        _exec(conn, request.begin)
+        conn = psycopg.connect(conninfo, autocommit=True)
+    except psycopg.OperationalError as exc:
+        raise SqlHttpError(str(exc).strip() or "could not connect", "08006") from exc
+    with conn:
+        dog = bounds.Watchdog(conn, conninfo)
         try:
-            results = [_result_json(_exec(conn, q, p), request) for q, p in request.queries]
-            _exec(conn, "COMMIT")
-        except SqlHttpError:
-            conn.exec_(b"ROLLBACK")
-            raise
-        return {"results": results}
-    finally:
-        conn.finish()
-
-
-MAX_BODY_BYTES = int(os.environ.get("LOCALNEON_MAX_SQL_BODY_BYTES") or 10_000_000)
+            if not request.batch:
+                query, params = request.queries[0]
+                return _run(conn, dog, query, params, request)
+            _run(conn, dog, request.begin, None, request)
+            results = [_run(conn, dog, q, p, request) for q, p in request.queries]
+            _run(conn, dog, "COMMIT", None, request)
+            return {"results": results}
+        except psycopg.Error as exc:  # the connection was lost (or ended by the watchdog)
+            raise (_bound_error(dog) if dog.fired else SqlHttpError(str(exc).strip(), "08006")) from exc
 
 
 async def read_bounded(request: Request, limit: int) -> bytes | None:
-    """The body, read in chunks; None once it passes `limit` (a 100 MB body is never held whole)."""
+    """The body, read in chunks; None once it passes ``limit`` (a 100 MB body is never held whole)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return None
@@ -299,21 +342,21 @@ def sql_endpoint(neon: Neon) -> Any:
     """The Starlette handler for ``POST /sql`` on ``neon``'s cluster."""
 
     async def handle(request: Request) -> Response:
-        body = await read_bounded(request, MAX_BODY_BYTES)
-        if body is None:
-            message = (
-                f"request body is larger than localneon's {MAX_BODY_BYTES} byte limit (LOCALNEON_MAX_SQL_BODY_BYTES)"
-            )
-            return JSONResponse({"message": message, "code": "54000"}, status_code=413)
+        limit = bounds.MAX_SQL_BODY_BYTES
+        body = await read_bounded(request, limit)
+        if body is None:  # Neon's proxy: "request is too large (max is N bytes)", HTTP 413
+            message = f"request is too large (max is {limit} bytes; LOCALNEON_MAX_SQL_BODY_BYTES)"
+            return JSONResponse({"message": message}, status_code=413)
 
         def work() -> dict[str, Any]:
             parsed = parse_request(body, request.headers)
-            return execute(resolve_conninfo(neon, request.headers.get("Neon-Connection-String")), parsed)
+            uri = request.headers.get("Neon-Connection-String")
+            return execute(resolve_conninfo(neon, uri, read_only=parsed.read_only), parsed)
 
         try:
             return JSONResponse(await run_in_threadpool(work))
         except SqlHttpError as exc:
-            return JSONResponse(exc.body, status_code=400)
+            return JSONResponse(exc.body, status_code=exc.status)
         except Exception as exc:  # a bug or an unreachable catalog: the reason, not a bare 500 page
             traceback.print_exc(file=sys.stderr)
             return JSONResponse({"message": f"{type(exc).__name__}: {str(exc).strip()}"}, status_code=500)

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from localneon import bounds
 from localneon.branching import Neon, Target, role_matches
 from localneon.catalog import Branch, iso
 from localneon.errors import InvalidRequest, LocalNeonError
@@ -31,8 +32,11 @@ def where(t: Target) -> str:
 
 def pg_message(exc: psycopg.Error) -> str:
     """PostgreSQL's own message (libpq's text keeps LINE, DETAIL and HINT when the server sent them)."""
-    text = str(exc).strip()
-    return text or (exc.diag.message_primary or type(exc).__name__)
+    text = str(exc).strip() or (exc.diag.message_primary or type(exc).__name__)
+    limit = bounds.MAX_RESULT_BYTES  # an error may quote a huge value ("invalid input syntax: ...")
+    if len(text) > limit:
+        text = f"{text[:limit]} ... (error message cut at {limit} characters)"
+    return text
 
 
 @contextmanager

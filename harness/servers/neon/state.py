@@ -41,10 +41,10 @@ _USER_SCHEMA = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspn
 # What a later trial on the same project would inherit that the dump leaves out: the role's and the
 # database's settings and the grants on user objects (`pg_dump --no-privileges` drops them).
 ENVIRONMENT = f"""
-SELECT 'role_settings', s FROM pg_catalog.pg_db_role_setting d, pg_catalog.unnest(d.setconfig) AS s
+SELECT 'role_settings', s FROM {{settings}} d, pg_catalog.unnest(d.setconfig) AS s
  WHERE d.setrole = {_OWN_ROLE} AND d.setdatabase IN (0, {_OWN_DATABASE})
 UNION ALL
-SELECT 'database_settings', s FROM pg_catalog.pg_db_role_setting d, pg_catalog.unnest(d.setconfig) AS s
+SELECT 'database_settings', s FROM {{settings}} d, pg_catalog.unnest(d.setconfig) AS s
  WHERE d.setrole = 0 AND d.setdatabase = {_OWN_DATABASE}
 UNION ALL
 SELECT 'grants', pg_catalog.format('%I.%I %s', n.nspname, c.relname, c.relacl)
@@ -112,6 +112,15 @@ async def end_own_sessions(uri: str, timeout: float) -> int:
     return int(row[0]) if row else 0
 
 
+async def _settings_catalog(conn: psycopg.AsyncConnection[Any]) -> str:
+    """Where this role may read role and database settings: `pg_db_role_setting`, or on the local twin
+    (which closes the shared catalogs to project roles) its filtered view of the same name."""
+    row = await (
+        await conn.execute("SELECT pg_catalog.has_table_privilege('pg_catalog.pg_db_role_setting', 'SELECT')")
+    ).fetchone()
+    return "pg_catalog.pg_db_role_setting" if row and row[0] else "pg_localneon.pg_db_role_setting"
+
+
 async def statements_running(uri: str, timeout: float = 10.0) -> int:
     """How many statements of the role run right now (other than this one): when a tool call hangs,
     whether the database is busy with what the model sent, or the server itself is stuck."""
@@ -143,7 +152,9 @@ async def fingerprint_with_environment(
             ).format(empty=sql.Literal(EMPTY_HASH), table=sql.Identifier(schema, table))
             count, digest = (await (await conn.execute(query)).fetchone()) or (0, EMPTY_HASH)
             tables[f"{schema}.{table}"] = TableFingerprint(rows=int(count), content_hash=str(digest))
-        for kind, value in await (await conn.execute(ENVIRONMENT)).fetchall():
+        for kind, value in await (
+            await conn.execute(ENVIRONMENT.format(settings=await _settings_catalog(conn)))
+        ).fetchall():
             environment.setdefault(str(kind), []).append(str(value))
     return tables, {kind: sorted(values) for kind, values in environment.items()}
 
