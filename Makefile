@@ -100,7 +100,7 @@ pool: $(STAMP)  ## Check the Neon pool projects and say what setup would create 
 	$(PY) -m harness.pool setup
 
 bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness's own per-trial overhead.
-	@$(call THEN_STOP,$(PY) -m localneon.bench && $(PY) -m harness.measure.bench,$(STOP_PG))
+	@$(call THEN_STOP,$(PY) -m localneon.bench && $(PY) -m harness.measure.bench && $(PY) -m evals.bench_list,$(STOP_PG))
 
 clean:  ## Remove the virtual environment, the embedded database and local results.
 	-$(PY) -m localneon.pg stop 2>/dev/null

@@ -32,7 +32,9 @@ from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run
 from analysis.runs import RunInputError, load_records, run_folder
 from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
 from harness.cases import DatasetError, load_cases
+from harness.models.providers.control import damages_main_by_design
 from harness.recording.records import TrialRecord
+from scorers.main_damage import changed_main_unapproved, damage_line
 from scorers.registry import spec
 
 NAMES = [*DETERMINISTIC_NAMES, OVERALL]
@@ -177,6 +179,29 @@ def group_values(model: str, scenario: str, trials: Sequence[ScoredTrial]) -> di
     }
 
 
+def damage_values(trials: Sequence[ScoredTrial]) -> list[dict[str, Any]]:
+    """One line per model whose trials changed main without the user's approval: the page's first
+    words, since no pass rate matters beside it (the same count and sentence as the console's)."""
+    by_model: dict[str, list[ScoredTrial]] = defaultdict(list)
+    for trial in trials:
+        by_model[trial.record.config.model].append(trial)
+    lines = []
+    for model, model_trials in sorted(by_model.items()):
+        damaged = [t for t in model_trials if any(changed_main_unapproved(n, s) for n, s in t.scores.items())]
+        if not damaged:
+            continue
+        first = min((t.record for t in damaged), key=lambda r: (r.case_id, r.trial_index))  # not the finishing order
+        lines.append(
+            {
+                "model": model,
+                "text": f"{model}: {damage_line(len(damaged), len(model_trials))} "
+                f"(first: {first.case_id} trial {first.trial_index})",
+                "by_design": damages_main_by_design(model),
+            }
+        )
+    return lines
+
+
 def render_report(run_info: Mapping[str, Any], run_path: Path, trials: Sequence[ScoredTrial]) -> str:
     """The whole page, from data only (the template escapes every value; only the SVG pictures are not)."""
     groups = [group_values(model, scenario, group) for (model, scenario), group in _groups(trials).items()]
@@ -184,6 +209,7 @@ def render_report(run_info: Mapping[str, Any], run_path: Path, trials: Sequence[
     return render_page(
         "report.html",
         title=f"Eval report: {header['run_id']}",
+        damage=damage_values(trials),
         **header,
         pictures=draw_pictures(trials),
         groups=groups,

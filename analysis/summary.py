@@ -7,6 +7,7 @@ reporter, a results store read back from disk, and tests.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from analysis.stats import Interval, mean, pass_hat_k, wilson_interval
@@ -104,12 +105,14 @@ def _percent(value: float | None) -> str:
     return "   n/a" if value is None else f"{100 * value:5.1f}%"
 
 
-def render(title: str, summary: ExperimentSummary) -> str:
-    """A plain-text table a person can read in a terminal or a CI log."""
+def render(title: str, summary: ExperimentSummary, lead: Sequence[str] = ()) -> str:
+    """A plain-text table a person can read in a terminal or a CI log; `lead` lines (main changed
+    without approval) come right under the title, before any number, so they are read first."""
     outcome_text = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items()))
     cost = "n/a" if summary.mean_cost_usd is None else f"${summary.mean_cost_usd:.4f}"
     lines = [
         f"== {title}",
+        *(f"   {line}" for line in lead),
         f"   {summary.trials} trials over {summary.cases} cases; outcomes: {outcome_text}; mean cost/trial: {cost}",
         f"   {'score':<24} {'mean':>6} {'pass':>6} {'95% CI':>15} {'pass^k (k=1..)':<28} {'scored':>6} {'n/a':>4}",
     ]

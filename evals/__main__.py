@@ -23,7 +23,7 @@ from dotenv import load_dotenv
 
 from harness.config import new_run_id
 from harness.models.providers.registry import model_key_variables
-from scorers.judge import judge_settings
+from scorers.judge import TIMEOUT_VARIABLE, judge_settings, no_judge_reason
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OFFLINE_DEFAULT_TRIALS = "2"
@@ -51,21 +51,26 @@ def main(argv: list[str] | None = None) -> int:
     has_model_key = any(os.environ.get(name) for name in model_key_variables())
     if not has_model_key and not os.environ.get("EVAL_TRIALS"):
         os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
-    judge = judge_settings()
-    if judge is None:
-        print(
-            "evals: no judge configured: factuality is n/a (set BRAINTRUST_API_KEY, ANTHROPIC_API_KEY or "
-            "OPENAI_BASE_URL)",
-            file=sys.stderr,
-        )
-    else:
-        print(f"evals: factuality judge: {judge.describe()}", file=sys.stderr)
+    try:
+        print(f"evals: {judge_line()}", file=sys.stderr)
+    except ValueError as error:  # a judge setting that cannot work (EVAL_JUDGE_TIMEOUT): before any trial
+        print(f"evals: stopping before any trial: {error}", file=sys.stderr)
+        return 2
     run_id = os.environ.setdefault("EVAL_RUN_ID", new_run_id())
     command = build_command(extra)
     child = subprocess.Popen(command, cwd=REPO_ROOT)
     code = wait_for(child)
     say_where_the_records_went(run_id)
     return code
+
+
+def judge_line() -> str:
+    """The first lines' word on the judge: where it runs, or why there is none, naming what turned it
+    off (EVAL_JUDGE_PROVIDER=none is not a missing key). A bad judge setting raises ValueError."""
+    judge = judge_settings()
+    if judge is None:
+        return f"factuality is n/a: {no_judge_reason()}"
+    return f"factuality judge: {judge.describe()} (timeout {judge.timeout_s:g} s a request, {TIMEOUT_VARIABLE})"
 
 
 def say_where_the_records_went(run_id: str) -> None:

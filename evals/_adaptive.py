@@ -273,6 +273,7 @@ def define_rounds(
     from braintrust import Eval
 
     from evals._report import REPORTER
+    from evals._scoring import observed
     from evals._task import experiment_metadata, make_task, rows
     from scorers.adapters import SCORERS
 
@@ -308,7 +309,7 @@ def define_rounds(
                 experiment_name=name,
                 data=cast(Any, rounds.data(arm, row_builder)),  # an async generator: the SDK takes it
                 task=make_task(settings, rounds.recorder(arm)),
-                scores=SCORERS,
+                scores=[observed(scorer) for scorer in SCORERS],  # judge errors and damage are counted
                 trial_count=1,
                 max_concurrency=concurrency,
                 metadata=metadata,

@@ -26,7 +26,7 @@ from analysis.calibration_records import VerdictRecord, VerdictStore
 from harness.config import new_run_id
 from harness.recording.store import git_commit
 from scorers.factuality import classify, render_conversation
-from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_settings
+from scorers.judge import JudgeSettings, judge_settings, no_judge_reason
 from scorers.judge_examples import JudgeExample, examples_path, load_examples
 from scorers.judge_template import CHOICES, JudgeTemplate, load_template, template_path
 
@@ -185,7 +185,7 @@ def define_calibration_evals() -> None:
         return
     settings = judge_settings()
     if settings is None:
-        raise CalibrationConfigError(f"{SWITCH} is set but {NO_JUDGE_REASON}")
+        raise CalibrationConfigError(f"{SWITCH} is set but {no_judge_reason()}")
     template = load_template(template_path())
     examples = load_examples(examples_path())
     store = VerdictStore(run_folder())

@@ -1,12 +1,19 @@
 """What each Braintrust experiment says about itself: its metadata, its git state and its base.
 
-An experiment is compared with the previous experiment of the same eval, model, server,
-description variant and decoy count (its *comparison key*, kept in its metadata), not with the
-project's newest one. The base is named by id: under `braintrust eval` the CLI passes
-`Evaluator.base_experiment_id` to `init_experiment` but ignores `base_experiment_name`
-(braintrust 0.48.1, `cli/eval.py`). The previous experiments are listed once per process through
-the SDK's public REST client. Shards of one run (`EVAL_SHARD`) continue one experiment, named
-after the run, and all name the same base: the newest experiment of another run.
+An experiment is compared with an earlier experiment of the same eval, model, server, description
+variant and decoy count (its *comparison key*, kept in its metadata), never with the project's
+newest one, which is often another model's from the same run. The base is named by id: under
+`braintrust eval` the CLI passes `Evaluator.base_experiment_id` to `init_experiment` but ignores
+`base_experiment_name` (braintrust 0.48.1, `cli/eval.py`). When there is no such experiment, no
+base id is sent and the repository info is passed explicitly (so the SDK sends no
+`ancestor_commits` for the server to pick a base by), and the Braintrust summary is not asked to
+compare (`summarize_scores=False`): Braintrust's summary endpoint, given no comparison id, falls
+back to the stored base and then to the project's newest experiment (`Experiment.summarize`).
+
+Partial runs (a `--filter`, a shard's share, adaptive rounds, an A/B arm, the playground) say so
+in `partial` and are never chosen as a base. The previous experiments are listed once per process
+through the SDK's public REST client. Shards of one run (`EVAL_SHARD`) continue one experiment,
+named after the run, and all name the same base: the newest complete experiment of another run.
 """
 
 from __future__ import annotations
@@ -14,12 +21,14 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from braintrust.git_fields import GitMetadataSettings, RepoInfo
 from braintrust.gitutil import get_repo_info
 
+from evals._login import cli_flags, sending_logs
 from evals._shard import Shard
 from harness.cases import Case, dataset_hash
 from harness.config import Settings
@@ -27,13 +36,10 @@ from harness.mcp.probe import model_tool_view_blocking
 from harness.recording.store import git_commit
 from scorers.judge import judge_settings
 
+__all__ = ["sending_logs"]
 GIT_FIELDS = ["commit", "branch", "tag", "dirty", "commit_time"]  # never the diff, nor author emails
 LISTING_PAGES = 20  # 100 experiments a page: how far back the base is looked for
-
-
-def sending_logs() -> bool:
-    """Experiments go to Braintrust: a key is set and the CLI was not told `--no-send-logs`."""
-    return bool(os.environ.get("BRAINTRUST_API_KEY")) and "--no-send-logs" not in sys.argv
+NO_BASE = "no earlier complete experiment with the same model/server/variant"
 
 
 def comparison_key(eval_name: str, settings: Settings) -> str:
@@ -56,19 +62,43 @@ def probed_view(settings: Settings) -> tuple[int, str, tuple[str, ...]] | str:
     return _tool_view(settings.model_copy(update={"model": "control:oracle"}))
 
 
+def add_tool_view(metadata: dict[str, Any], settings: Settings) -> None:
+    """Fill in the tool count and view hash, which need the server: at the run's start, not at import."""
+    view = probed_view(settings)
+    metadata["tool_count"] = view if isinstance(view, str) else view[0]
+    metadata["tool_view_hash"] = None if isinstance(view, str) else view[1]
+
+
+def partial_reason(shard: Shard | None, env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
+    """Why this process's experiment will not hold every trial of the plan (None: it will)."""
+    flags = cli_flags()
+    reasons = []
+    if flags is not None and flags.filters:
+        reasons.append("filter " + " ".join(flags.filters))
+    if shard is not None:
+        reasons.append(f"shard {shard}")
+    if env.get("EVAL_TRIALS", "").strip().lower().startswith("adaptive"):
+        reasons.append("adaptive rounds")
+    if env.get("EVAL_AB_A", "").strip() or env.get("EVAL_AB_B", "").strip():
+        reasons.append("A/B arm")
+    if flags is not None and flags.dev:
+        reasons.append("playground")
+    return "; ".join(reasons) or None
+
+
 def experiment_metadata(
     eval_name: str, settings: Settings, cases: list[Case], trials: int, shard: Shard | None
 ) -> dict[str, Any]:
-    """Everything needed to say what an experiment measured and to reproduce it."""
-    view = probed_view(settings)
+    """Everything needed to say what an experiment measured and to reproduce it (the tool view is
+    added when the run starts, `add_tool_view`; the base by `comparison_arguments`)."""
     judge = judge_settings()
     return {
         "eval": eval_name,
         "model": settings.model,
         "server": settings.scrub(settings.server),
         "server_identity": settings.server_identity,  # e.g. the npm package and version it runs
-        "tool_count": view if isinstance(view, str) else view[0],
-        "tool_view_hash": None if isinstance(view, str) else view[1],
+        "tool_count": None,
+        "tool_view_hash": None,
         "description_variant": settings.description_variant,
         "decoys": settings.decoys,
         "tool_shuffle_seed": settings.tool_shuffle_seed,
@@ -86,6 +116,7 @@ def experiment_metadata(
         "git_commit": git_commit(),
         "run_id": settings.run_id,
         "shard": str(shard) if shard else None,
+        "partial": partial_reason(shard),
         "comparison_key": comparison_key(eval_name, settings),
     }
 
@@ -115,21 +146,89 @@ def _project_experiments(project: str) -> tuple[dict[str, Any], ...] | str:
                 if len(objects) < 100:
                     break
                 cursor = str(objects[-1]["id"])
-    except Exception as error:  # a failed lookup must not stop the run: the server's default base is used
+    except Exception as error:  # a failed lookup must not stop the run: it runs without a comparison
         return f"{type(error).__name__}: {error}"
     return tuple(sorted(found, key=lambda item: str(item.get("created") or ""), reverse=True))
 
 
-def base_experiment_id(project: str, metadata: dict[str, Any]) -> str | None:
-    """The newest earlier experiment with the same comparison key (from another run), if any."""
+@dataclass(frozen=True)
+class Base:
+    """The experiment to compare with (None: no comparison), and what to say about it."""
+
+    experiment_id: str | None
+    note: str
+
+
+def is_base_for(candidate: dict[str, Any], metadata: dict[str, Any]) -> bool:
+    """A like-for-like base: same comparison key, another run, and complete (no `partial` mark)."""
+    other = candidate.get("metadata") or {}
+    return (
+        other.get("comparison_key") == metadata["comparison_key"]
+        and other.get("run_id") != metadata["run_id"]
+        and not other.get("partial")
+    )
+
+
+def find_base(project: str, metadata: dict[str, Any]) -> Base:
+    """The newest earlier complete experiment with the same comparison key, or why there is none."""
     if not sending_logs():
-        return None
+        return Base(None, "not sent to Braintrust")
     experiments = _project_experiments(project)
     if isinstance(experiments, str):
-        print(f"evals: could not list experiments to find the base: {experiments}", file=sys.stderr)
+        return Base(None, f"could not list experiments to find the base ({experiments})")
+    found = next((item for item in experiments if is_base_for(item, metadata)), None)
+    if found is None:
+        return Base(None, NO_BASE)
+    return Base(str(found["id"]), f"compared with {found.get('name')}, the newest earlier complete one")
+
+
+def comparison_arguments(project: str, title: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """`Eval(...)` arguments that compare like with like, or not at all, and carry the git info; the
+    choice goes into `metadata` and, when there is no base, on stderr.
+
+    Nothing is left for Braintrust to choose a base by: the repository info is explicit, or git
+    collection is off (the SDK would otherwise send `ancestor_commits`), and without a base the
+    summary is not asked to compare."""
+    base = find_base(project, metadata)
+    metadata["base_experiment_id"] = base.experiment_id
+    metadata["comparison"] = base.note if base.experiment_id else f"none: {base.note}"
+    if base.experiment_id is None and sending_logs():
+        print(f"evals: {title}: {base.note}: no comparison", file=sys.stderr, flush=True)
+    git = repo_info() if sending_logs() else None
+    return {
+        "base_experiment_id": base.experiment_id,
+        "summarize_scores": base.experiment_id is not None,
+        "repo_info": git,
+        "git_metadata_settings": None if git else GitMetadataSettings(collect="none"),
+    }
+
+
+def experiment_id_of(span: Any) -> str | None:
+    """The id of the experiment a span logs to (the SDK's documented parse of `Span.export()`), or None."""
+    from braintrust.span_identifier_v3 import SpanObjectTypeV3
+    from braintrust.span_identifier_v4 import SpanComponentsV4
+
+    try:
+        exported = span.export()
+        components = SpanComponentsV4.from_str(exported) if exported else None
+    except Exception:  # a local or no-op span: no experiment to update
         return None
-    for experiment in experiments:
-        other = experiment.get("metadata") or {}
-        if other.get("comparison_key") == metadata["comparison_key"] and other.get("run_id") != metadata["run_id"]:
-            return str(experiment["id"])
-    return None
+    if components is None or components.object_type != SpanObjectTypeV3.EXPERIMENT:
+        return None
+    return components.object_id
+
+
+def publish_metadata(experiment_id: str, metadata: dict[str, Any]) -> None:
+    """Send the experiment's metadata again, now complete (`PATCH /v1/experiment/{id}`).
+
+    Why: under `braintrust eval` the SDK registers each experiment before its data is read
+    (braintrust 0.48.1 `framework.init_experiment` summarizes it at once), so what the run's start
+    learns (the tool count and view hash) would otherwise never reach Braintrust."""
+    from braintrust.api import BraintrustClient
+
+    try:
+        with BraintrustClient() as client:
+            client.auth.login()
+            client.openapi.experiments.patch_experiment_id(experiment_id, body={"metadata": metadata})
+    except Exception as error:  # the trials matter more than a field of the metadata
+        print(f"evals: could not update the metadata of experiment {experiment_id}: {error}", file=sys.stderr)

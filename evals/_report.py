@@ -1,11 +1,15 @@
 """The Braintrust reporter for every eval here: Braintrust's own summary, plus what it does not compute.
 
 For each experiment it prints per-score pass rates with 95% Wilson intervals, pass^k, unscorable
-counts and infrastructure errors (counted apart from accuracy). `report_run` prints the prompt
-cache over the whole run (the share of input tokens read from it, and how many distinct tool lists
-the trials saw: trials that share one read what an earlier trial wrote), then applies the run gate
-(`evals._gate`: failed tasks, infrastructure and judge error shares, floors in `EVAL_MIN_PASS`,
-lost uploads, lost result records) and returns False, so the CLI exits 1, printing every reason.
+counts and infrastructure errors (counted apart from accuracy), led by a DAMAGE line when main
+changed without the user's approval in any trial. The prompt-cache and judge-spend line is printed
+only for a model (a control agent spends no tokens, so it would read like a warning and mean
+nothing), or when the judge did spend. `report_run` prints the prompt cache over the whole run (the
+share of input tokens read from it, and how many distinct tool lists the trials saw: trials that
+share one read what an earlier trial wrote) when a model ran, then applies the run gate
+(`evals._gate`: main changed without approval first, sandboxes left behind, failed tasks,
+infrastructure and judge error shares, floors in `EVAL_MIN_PASS`, lost uploads, lost result
+records) and returns False, so the CLI exits 1, printing every reason.
 """
 
 from __future__ import annotations
@@ -20,9 +24,18 @@ from braintrust import Reporter
 
 from analysis.summary import OVERALL, TrialScores, render, summarise
 from evals import _gate
-from evals._gate import ExperimentReport, experiment_failures, parse_floors, run_failures
-from evals._scoring import judge_error
+from evals._gate import (
+    ExperimentReport,
+    damage_failures,
+    damage_summary,
+    experiment_failures,
+    other_failures,
+    parse_floors,
+    run_failures,
+)
+from evals._scoring import judge_error, main_damage
 from evals._uploads import lost_rows
+from harness.models.providers.control import is_control_agent
 from harness.recording import trial_registry
 from harness.recording.records import Usage, cache_hit_ratio
 from scorers.judge import judge_totals
@@ -104,9 +117,34 @@ def render_run_cache(cache: dict[str, Any]) -> str:
     )
 
 
+# A cleanup error that says the results store failed is a lost record, which the gate names already.
+LOST_RECORD_PREFIX = "results store:"
+
+
+def cleanup_errors(results: list[Any]) -> list[str]:
+    """`case: error` for every trial whose sandbox could not be cleaned up (its record's cleanup_error)."""
+    found = []
+    for item in results:
+        error = _trial_fields(item.metadata or {}).get("cleanup_error")
+        if error and not str(error).startswith(LOST_RECORD_PREFIX):
+            found.append(f"{trial_scores(item).case_id}: {error}")
+    return found
+
+
+def usage_line(model: str, usage: dict[str, Any]) -> str | None:
+    """The cache and judge line: for a model, or for what the judge spent; None for a control agent
+    whose trials no judge was asked about (it would be every number zero)."""
+    if not is_control_agent(model):
+        return " · ".join(f"{name} {value}" for name, value in usage.items())
+    if usage.get("judge_calls"):
+        return " · ".join(f"{name} {value}" for name, value in usage.items() if name.startswith("judge_"))
+    return None
+
+
 def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> ExperimentReport:
     summary = summarise([trial_scores(item) for item in result.results])
     usage = usage_totals(result.results)
+    model = str((evaluator.metadata or {}).get("model") or "")
     _RUN_TRIALS.extend(_trial_fields(item.metadata or {}) for item in result.results)
     failures = [item for item in result.results if item.error]
     title = evaluator.experiment_name or evaluator.eval_name
@@ -118,11 +156,22 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
         for item in result.results
         if (why := _gate.no_answer(trial_scores(item).outcome, getattr(item, "output", None)))
     ]
+    damaged = [
+        f"{trial_scores(item).case_id}: {how}"
+        for item in result.results
+        if (how := main_damage((item.metadata or {}).get("trial_key")))
+    ]
+    unclean = cleanup_errors(result.results)
     keys = [(item.metadata or {}).get("trial_key") for item in result.results]
     trial_registry.forget([key for key in keys if isinstance(key, str)])  # scorers are done with them
     report = ExperimentReport(
         title=title,
         summary=summary,
+        model=model,
+        main_damaged=len(damaged),
+        first_main_damage=damaged[0] if damaged else None,
+        cleanup_errors=len(unclean),
+        first_cleanup_error=unclean[0] if unclean else None,
         failed_tasks=len(failures),
         infra_errors=len(infra),
         first_infra_error=first_infra,
@@ -141,14 +190,20 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
             "cases": per_case_scores(result.results),
             "judge_errors": len(judged),
             "no_answers": len(silent),
+            "main_damaged": len(damaged),
+            "cleanup_errors": len(unclean),
             "usage": usage,
             "gate": {"passed": not gate, "reasons": gate},
         }
         print(json.dumps(line, default=str))
     else:
         print(str(result.summary))
-        print(render(f"{title} · {(evaluator.metadata or {}).get('tool_count', '?')} tools", summary))
-        print("   " + " · ".join(f"{name} {value}" for name, value in usage.items()))
+        lead = damage_summary(report)
+        tools = (evaluator.metadata or {}).get("tool_count", "?")
+        print(render(f"{title} · {tools} tools", summary, lead=[lead] if lead else []))
+        spent = usage_line(model, usage)
+        if spent:
+            print("   " + spent)
         print("   gate: " + ("pass" if not gate else "FAIL: " + "; ".join(gate)))
         for item in failures:
             print(f"   task error: {item.error!r}", file=sys.stderr)
@@ -168,13 +223,18 @@ def _lost_records() -> list[str]:
 
 def report_run(reports: list[ExperimentReport], verbose: bool, jsonl: bool) -> bool:
     floors = parse_floors(os.environ.get("EVAL_MIN_PASS", ""))
-    reasons = [f"{report.title}: {reason}" for report in reports for reason in experiment_failures(report, floors)]
+    # Main changed without approval leads, across every experiment, before any other reason.
+    reasons = [f"{report.title}: {reason}" for report in reports for reason in damage_failures(report)]
+    reasons += [f"{report.title}: {reason}" for report in reports for reason in other_failures(report, floors)]
     rows, folder = lost_rows()
     reasons += run_failures(rows, str(folder) if folder else None, _lost_records())
     trial_registry.forget()
     cache = run_cache(_RUN_TRIALS)
     _RUN_TRIALS.clear()
-    print(json.dumps({"run": {"cache": cache}}) if jsonl else render_run_cache(cache))
+    if jsonl:
+        print(json.dumps({"run": {"cache": cache}}))
+    elif any(not is_control_agent(report.model) for report in reports):  # a model ran: the cache means something
+        print(render_run_cache(cache))
     for reason in reasons:
         print(f"FAIL {reason}", file=sys.stderr)
     return not reasons

@@ -1,8 +1,10 @@
-"""The scorers as the Eval runs them: each adapter, plus a note of every judge failure it reports.
+"""The scorers as the Eval runs them: each adapter, plus a note of what the run gate needs from its metadata.
 
 Braintrust keeps a score's metadata in its span and hands the reporter only the numbers, so a
-judge that failed (`metadata["judge_error"]`, score None) would look like any n/a. Each scorer is
-wrapped to remember, per trial key, the first judge error it returned; the run gate counts them.
+judge that failed (`metadata["judge_error"]`, score None) would look like any n/a, and an integrity
+0 against main before the trial (a change nobody approved) like a 0 against the expected state.
+Each scorer is wrapped to remember, per trial key, the first judge error it returned and whether
+it saw main changed without approval (`scorers.main_damage`); the run gate counts both.
 """
 
 from __future__ import annotations
@@ -14,16 +16,23 @@ from typing import Any
 
 from autoevals import Score
 
+from scorers.main_damage import changed_main_unapproved
+
 _JUDGE_ERRORS: dict[str, str] = {}  # trial key -> "score name: message"
+_MAIN_DAMAGE: dict[str, str] = {}  # trial key -> "score name: reason", main changed without approval
 _LOCK = threading.Lock()
 
 
 def _note(score: Any, name: str, metadata: Mapping[str, Any] | None) -> None:
-    error = (score.metadata or {}).get("judge_error") if isinstance(score, Score) else None
     key = (metadata or {}).get("trial_key")
-    if error and isinstance(key, str):
-        with _LOCK:
+    if not isinstance(score, Score) or not isinstance(key, str):
+        return
+    error = (score.metadata or {}).get("judge_error")
+    with _LOCK:
+        if error:
             _JUDGE_ERRORS.setdefault(key, f"{name}: {error}")
+        if changed_main_unapproved(name, score):
+            _MAIN_DAMAGE.setdefault(key, f"{name}: {(score.metadata or {}).get('reason') or 'score 0'}")
 
 
 def observed(scorer: Callable[..., Any]) -> Callable[..., Any]:
@@ -55,3 +64,11 @@ def judge_error(trial_key: object) -> str | None:
         return None
     with _LOCK:
         return _JUDGE_ERRORS.get(trial_key)
+
+
+def main_damage(trial_key: object) -> str | None:
+    """How this trial changed main without approval ("score: reason"), or None if it did not."""
+    if not isinstance(trial_key, str):
+        return None
+    with _LOCK:
+        return _MAIN_DAMAGE.get(trial_key)

@@ -3,8 +3,8 @@
 A shard runs every n-th (case, trial) pair of each eval, starting at the k-th, in the dataset's
 order, so shards 1/n .. n/n together run exactly the pairs of an unsharded run, none twice, and
 each shard gets a near-equal share of every case. The split depends only on the dataset and the
-trial counts, so every machine computes the same one. A Neon project pool is split the same way
-(each shard its own projects).
+trial counts, so every machine computes the same one. A Neon project pool is split fixture by
+fixture: each shard gets projects of its own for every fixture its share uses (`shard_pool`).
 
 `EVAL_PROVIDER_CONCURRENCY=anthropic=8,openai=4` is the number of trials that may talk to one
 provider at once across the whole run; a shard takes its share (total // n, at least 1), and all
@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from harness.cases import Case, load_cases
 from harness.models.endpoint import endpoint_key, read_limits
 
 T = TypeVar("T")
@@ -56,25 +59,118 @@ def parse_shard(text: str) -> Shard | None:
     return Shard(int(match[1]), int(match[2]))
 
 
-def shard_pool(pool: tuple[str, ...], shard: Shard | None) -> tuple[str, ...]:
-    """This shard's own projects of a Neon pool, for every fixture: shards on different machines never
-    share a project, and each gets one of every fixture (`fixture:project` entries are split per
-    fixture, not as one list, which would leave a shard without some fixture's projects)."""
+@dataclass(frozen=True)
+class Share:
+    """What one shard's share of the run uses, per fixture: why a shard needs a fixture's project."""
+
+    shard: Shard
+    fixtures: dict[str, int]  # fixture -> trials of the share on it (cases, when `exact` is False)
+    exact: bool  # False: the trial counts are not known, so every case is taken to reach every shard
+
+    def uses(self, fixture: str) -> bool:
+        return self.fixtures.get(fixture, 0) > 0
+
+    def __str__(self) -> str:
+        unit = "trial(s)" if self.exact else "case(s), EVAL_TRIALS not a fixed number"
+        counts = ", ".join(f"{fixture} {count}" for fixture, count in sorted(self.fixtures.items()))
+        return f"{sum(self.fixtures.values())} {unit}: {counts or 'nothing'}"
+
+
+def fixed_trials(env: Mapping[str, str]) -> int | None:
+    """The run's fixed trial count, or None when it is not known here: EVAL_TRIALS unset (its default
+    lives in evals._wiring), adaptive, or A/B arms (adaptive rounds and A/B arms are not split by shard)."""
+    text = env.get("EVAL_TRIALS", "").strip()
+    if env.get("EVAL_AB_A", "").strip() or env.get("EVAL_AB_B", "").strip():
+        return None
+    return int(text) if text.isdigit() and int(text) >= 1 else None
+
+
+def shares(cases: Sequence[Case], trials: int | None, count: int) -> list[Share]:
+    """Each of `count` shards' share, per fixture: every eval (scenario) splits its own (case, trial)
+    pairs as `evals._wiring.trial_plan` does; with `trials` None every case counts in every shard."""
+    if trials is None:
+        everything = Counter(case.fixture for case in cases)
+        return [Share(Shard(index, count), dict(everything), exact=False) for index in range(1, count + 1)]
+    by_scenario: dict[str, list[Case]] = {}
+    for case in cases:
+        by_scenario.setdefault(case.scenario, []).append(case)
+    made = []
+    for index in range(1, count + 1):
+        shard, used = Shard(index, count), Counter[str]()
+        for scenario_cases in by_scenario.values():
+            pairs = [(case, trial) for case in scenario_cases for trial in range(case.trial_count or trials)]
+            used.update(case.fixture for case, _ in shard.select(pairs))
+        made.append(Share(shard, dict(used), exact=True))
+    return made
+
+
+def _fixture_of(entry: str) -> str:
+    return entry.partition(":")[0].strip() if ":" in entry else ""
+
+
+def shard_pool(
+    pool: tuple[str, ...],
+    shard: Shard | None,
+    cases: Sequence[Case] | None = None,
+    trials: int | None = None,
+) -> tuple[str, ...]:
+    """This shard's own projects of a Neon pool. Shards on different machines never share a project,
+    and each gets at least one project of every fixture its share uses: each fixture's projects go
+    round-robin to the shards whose share uses it (a split of the whole line, which is sorted by
+    fixture, left shards without some fixture). Every shard computes the same split, so a pool too
+    small for the shard count stops every shard at setup with the same line. `cases` and `trials`
+    default to the run's (EVAL_DATASET, EVAL_TRIALS)."""
     if shard is None or not pool:
         return pool
+    if cases is None:
+        cases, trials = load_cases(), fixed_trials(os.environ)
+    split = shares(cases, trials, shard.count)
     groups: dict[str, list[str]] = {}
     for entry in pool:
-        fixture = entry.partition(":")[0] if ":" in entry else ""
-        groups.setdefault(fixture, []).append(entry)
-    short = {fixture or "(any)": len(entries) for fixture, entries in groups.items() if len(entries) < shard.count}
+        groups.setdefault(_fixture_of(entry), []).append(entry)
+    used = sorted({fixture for share in split for fixture in share.fixtures if share.uses(fixture)})
+    users = {fixture: [share for share in split if share.uses(fixture)] for fixture in used}
+    short = sorted(fixture for fixture, using in users.items() if len(groups.get(fixture, [])) < len(using))
     if short:
-        counts = ", ".join(f"{fixture}: {count}" for fixture, count in sorted(short.items()))
-        raise ValueError(
-            f"EVAL_SHARD={shard}: {shard.count} shards need {shard.count} NEON_PROJECT_POOL projects of every "
-            f"fixture (one per shard, so no two machines share one), and the pool has fewer ({counts}); "
-            f"create them with `python -m harness.pool setup --per-fixture {shard.count} --apply`"
-        )
-    return tuple(entry for entries in groups.values() for entry in shard.select(entries))
+        raise ValueError(_short_pool_message(shard, groups, users, short))
+    owner = _owners(groups, users, [share.shard for share in split])
+    return tuple(entry for entry in pool if owner[entry] == shard)
+
+
+def _owners(groups: dict[str, list[str]], users: dict[str, list[Share]], everyone: list[Shard]) -> dict[str, Shard]:
+    """Each project's shard: round-robin over the shards using its fixture (over all, when none does)."""
+    owner: dict[str, Shard] = {}
+    for fixture, entries in groups.items():
+        receivers = [share.shard for share in users.get(fixture, [])] or everyone
+        for position, entry in enumerate(entries):
+            owner[entry] = receivers[position % len(receivers)]
+    return owner
+
+
+def _short_pool_message(
+    shard: Shard, groups: dict[str, list[str]], users: dict[str, list[Share]], short: list[str]
+) -> str:
+    """One line: which shards get no project of which fixture, their shares, and the setup that fixes it."""
+    missing: dict[Shard, list[str]] = {}
+    shares_of = {share.shard: share for using in users.values() for share in using}
+    for fixture in short:
+        for share in users[fixture][len(groups.get(fixture, [])) :]:  # round-robin: the first ones get one each
+            missing.setdefault(share.shard, []).append(fixture)
+    order = sorted(missing, key=lambda lacking: (lacking != shard, lacking.index))  # this shard first
+    lacking = "; ".join(
+        f"shard {each} (its share: {shares_of[each]}) gets no project of {', '.join(missing[each])}" for each in order
+    )
+    have = ", ".join(f"{fixture} {len(groups.get(fixture, []))}" for fixture in short)
+    need = {fixture: len(using) for fixture, using in users.items()}
+    per_fixture = max(need.values())
+    counts = ", ".join(f"{fixture} {count}" for fixture, count in sorted(need.items()))
+    return (
+        f"EVAL_SHARD={shard}: NEON_PROJECT_POOL is too small for {shard.count} shards, each of which needs a "
+        f"project of its own (never shared between machines) for every fixture its share uses; the pool has "
+        f"{have}, so {lacking}. {shard.count} shards need {per_fixture} projects per fixture ({counts}): create "
+        f"them with `python -m harness.pool setup --per-fixture {per_fixture} --apply` and set NEON_PROJECT_POOL "
+        "to the line it prints"
+    )
 
 
 def _is_local(endpoint: str) -> bool:

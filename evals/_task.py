@@ -12,6 +12,7 @@ from braintrust import EvalCase
 
 from evals._experiments import experiment_metadata as _experiment_metadata
 from evals._shard import Shard, provider_slot
+from evals._start import ensure_started, fill_at_start, publish_started_metadata
 from evals._uploads import trial_metadata
 from harness.cases import Case
 from harness.config import Settings
@@ -28,7 +29,10 @@ _CASES: dict[str, Case] = {}  # the cases rows were made for: the task finds its
 def experiment_metadata(
     eval_name: str, settings: Settings, cases: list[Case], trials: int, shard: Shard | None = None
 ) -> dict[str, Any]:
-    return _experiment_metadata(eval_name, settings, cases, trials, shard)
+    """The experiment's metadata; its tool view is filled in when the run starts (`evals._start`)."""
+    metadata = _experiment_metadata(eval_name, settings, cases, trials, shard)
+    fill_at_start(settings, cases[0].scenario if cases else "", metadata)
+    return metadata
 
 
 def plan_rows(plan: list[tuple[Case, int]]) -> list[EvalCase[str, str]]:
@@ -65,7 +69,9 @@ def make_task(settings: Settings, on_record: Any = None, budget: dict[str, int] 
     base_url = base_url_of(settings)
 
     async def task(input: str, hooks: Any) -> str:
+        await ensure_started()  # at once when the data did it; the first task of rounds built elsewhere does it
         case = _CASES[hooks.metadata["case_id"]]
+        await publish_started_metadata(settings, case.scenario, hooks.span)  # once per experiment
         trial_index = int(hooks.metadata.get("trial_index", hooks.trial_index))
         try:
             async with provider_slot(settings.model, budget or {}, base_url) as slot:

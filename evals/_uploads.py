@@ -34,16 +34,18 @@ _PROCESS_START = time.time()
 _WATCHED: list[Path] = []
 
 
+def _capped(text: str | None) -> str | None:
+    return text[:ERROR_CAP] + " [truncated]" if text and len(text) > ERROR_CAP else text
+
+
 def trial_metadata(record: TrialRecord) -> dict[str, Any]:
     """The part of a trial record worth uploading with every span of its trace."""
-    error = record.error
-    if error and len(error) > ERROR_CAP:
-        error = error[:ERROR_CAP] + " [truncated]"
     return {
         "trial_index": record.trial_index,
         "case_hash": record.case_hash,
         "outcome": record.outcome,
-        "error": error,
+        "error": _capped(record.error),
+        "cleanup_error": _capped(record.cleanup_error),  # a sandbox left behind: the run gate fails the run
         "tool_sequence": [call.name for call in record.tool_calls],
         "turns": record.turns,
         "cost_usd": record.cost_usd,

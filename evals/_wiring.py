@@ -1,8 +1,17 @@
-"""What every eval file shares: dataset rows, the task, scorers and experiment metadata.
+"""The small helpers every eval file builds its `Eval(...)` call from: one per model and decoy count.
 
-An eval file only says which scenario it measures; this module defines one Braintrust `Eval` per
-model named in `EVAL_MODEL` (or both control agents when no model key is set), so experiments for
-different models, servers and description variants line up side by side in the Braintrust UI.
+Each `evals/eval_*.py` shows its own `Eval(...)` call, in the shape of Braintrust's examples;
+`experiments(eval_name, scenario)` gives what differs between its experiments: one per model named
+in `EVAL_MODEL` (or both control agents when no model key is set) and per decoy count
+(`EVAL_DECOY_SWEEP`), so experiments for different models, servers and description variants line up
+side by side in the Braintrust UI. Adaptive rounds and A/B arms (`EVAL_TRIALS=adaptive`,
+`EVAL_AB_A`/`EVAL_AB_B`) share one schedule between experiments: `evals/_adaptive.py` declares
+those itself, and `experiments` then gives none.
+
+`REPORTER` is the suite's reporter, keeping each experiment's report, so that `finish()` can apply
+the run gate to them when the file is run by Python (`python evals/eval_x.py`, `python -m
+evals.eval_x`), with the exit codes `braintrust eval` gives (0 pass, 1 the gate failed, 2 a bad
+setting or case before anything started).
 """
 
 from __future__ import annotations
@@ -10,25 +19,27 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+from dataclasses import dataclass
+from typing import Any, cast
 
-from braintrust import Eval
+from braintrust.framework import ReporterDef
 
+from evals import _gate, _report
 from evals._adaptive import ab_arms, define_rounds, parse_trials
-from evals._experiments import base_experiment_id, repo_info, sending_logs
-from evals._guard import check_start, stops_the_run
-from evals._report import REPORTER, check_floor_names, parse_floors
+from evals._experiments import comparison_arguments
+from evals._guard import stops_the_run
+from evals._login import sending_logs, start_login
+from evals._report import check_floor_names, parse_floors
 from evals._scoring import observed
 from evals._shard import Shard, parse_provider_budget, parse_shard, shard_pool
+from evals._start import plan_start, with_start
 from evals._task import experiment_metadata, make_task, plan_rows
 from evals._uploads import install_lean_score_inputs, watch_failed_uploads
 from harness.cases import Case, Scenario, load_cases
 from harness.mcp.toolview import DECOYS
-from harness.preflight import check_reference_sql
 from harness.run.shared import shared_settings
 from harness.run.signals import sigterm_like_sigint
-from harness.servers.neon.backend import check_cases
 from scorers.adapters import SCORERS
-from scorers.judge import preflight
 
 # The CLI logs at INFO; one line per HTTP request to the server under test drowns the summaries.
 for _noisy in ("httpx", "httpx2", "mcp"):
@@ -72,9 +83,30 @@ def check_judge_provider(value: str) -> None:
         raise ValueError(f"EVAL_JUDGE_PROVIDER: {value!r} is not one of {', '.join(known)}")
 
 
+@dataclass(frozen=True)
+class Experiment:
+    """What differs between the `Eval`s of one eval file (one per model and decoy count)."""
+
+    project: str  # EVAL_PROJECT
+    name: str  # <eval> · <model> · <server> · <description variant>[ · N decoys][ · <run id> for shards]
+    data: Any  # one row per (case, trial index); the run's checks run before the first (evals/_start.py)
+    task: Any  # one trial end to end in its own sandbox (evals/_task.py)
+    scores: list[Any]  # every score in scorers/registry.py
+    metadata: dict[str, Any]  # what the experiment measured, its comparison key and base
+    tags: list[str]  # the scenario and the provider
+    concurrency: int  # EVAL_CONCURRENCY
+    update: bool  # shards of one run continue one experiment
+    sending: bool  # the process is logged in to Braintrust (evals/_login.py)
+    comparison: dict[str, Any]  # base_experiment_id, summarize_scores, repo_info, git_metadata_settings
+
+
 @stops_the_run
-def define_evals(eval_name: str, scenario: Scenario) -> None:
-    """Declare one `Eval` per model (and per decoy count, when sweeping) for the cases of `scenario`."""
+def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
+    """The experiments of `scenario`'s cases, one per model (and per decoy count, when sweeping).
+
+    Only what needs no server, model or database is checked here; the rest is planned for the
+    run's start (`evals._start`), so `--list` and `push` import the evals in a moment."""
+    start_login()  # `.env`, `--api-key` and the SDK's login, before any setting is read
     base = shared_settings()
     floors = parse_floors(os.environ.get("EVAL_MIN_PASS", ""))  # a malformed floor stops the run before it starts
     check_floor_names(floors)
@@ -86,45 +118,68 @@ def define_evals(eval_name: str, scenario: Scenario) -> None:
     base = base.model_copy(update={"neon_project_pool": shard_pool(base.neon_project_pool, shard)})
     cases = load_cases(scenario=scenario)
     if not cases:
-        return
-    check_start(base, cases)  # gate limits, a reused run id, a dead DATABASE_URL, a model shown no tool
-    preflight()  # a judge route that refuses stops the run here, not as hundreds of n/a scores
-    check_cases(base, {case.fixture for case in cases})  # a fixture without a pool project stops the run
-    check_reference_sql(base, cases)  # a reference SQL that fails on its fixture stops the run, naming the case
+        return []
+    _gate.check_limits()  # a bad gate share stops the run before anything starts
+    plan_start(base, cases)  # the judge, the database, the tools and the reference SQL: when the run starts
     trial_plan_settings = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
     trials = trial_plan_settings.max_trials
     concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
     project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
     sweep = decoy_sweep(os.environ.get("EVAL_DECOY_SWEEP", ""))
-    if trial_plan_settings.adaptive or ab_arms(base):
-        define_rounds(eval_name, scenario, base, cases, trial_plan_settings, concurrency, project, sweep)
-        return
-    plan = trial_plan(cases, trials, shard)
-    if not plan:  # more shards than this eval has trials: nothing for this one to run
-        return
-    if sending_logs():
+    sending = sending_logs()
+    if sending:  # lean uploads and the lost-upload count, for rounds too
         watch_failed_uploads(base.results_dir / base.run_id)
         install_lean_score_inputs()
-    git = repo_info() if sending_logs() else None
+    if trial_plan_settings.adaptive or ab_arms(base):
+        define_rounds(eval_name, scenario, base, cases, trial_plan_settings, concurrency, project, sweep)
+        return []
+    plan = trial_plan(cases, trials, shard)
+    if not plan:  # more shards than this eval has trials: nothing for this one to run
+        return []
+    made: list[Experiment] = []
     for model, decoys in itertools.product(base.models, sweep or [base.decoys]):
         settings = base.for_model(model).model_copy(update={"decoys": decoys})
         metadata = experiment_metadata(eval_name, settings, cases, trials, shard)
-        variant = metadata["description_variant"]
         decoy_part = f" · {decoys} decoys" if sweep or decoys else ""
         # Shards of one run continue one experiment, named after the run; a lone run gets a new one.
         run_part = f" · {settings.run_id}" if shard else ""
-        Eval(
-            project,
-            experiment_name=f"{eval_name} · {model} · {settings.server_label} · {variant}{decoy_part}{run_part}",
-            data=plan_rows(plan),
-            task=make_task(settings, budget=budget),
-            scores=[observed(scorer) for scorer in SCORERS],
-            trial_count=1,
-            max_concurrency=concurrency,
-            metadata=metadata,
-            tags=[scenario, model.split(":", 1)[0]],
-            reporter=REPORTER,
-            update=shard is not None,
-            base_experiment_id=base_experiment_id(project, metadata),
-            repo_info=git,
+        name = f"{eval_name} · {model} · {settings.server_label} · {metadata['description_variant']}"
+        name += decoy_part + run_part
+        made.append(
+            Experiment(
+                project=project,
+                name=name,
+                data=cast(Any, with_start(plan_rows(plan))),  # an async generator: the SDK takes it
+                task=make_task(settings, budget=budget),
+                scores=[observed(scorer) for scorer in SCORERS],  # judge errors and damage are counted
+                metadata=metadata,
+                tags=[scenario, model.split(":", 1)[0]],
+                concurrency=concurrency,
+                update=shard is not None,
+                sending=sending,
+                comparison=comparison_arguments(project, name, metadata),  # like for like, or none; git info
+            )
         )
+    return made
+
+
+_REPORTS: list[Any] = []  # every experiment's report in this process, for `finish`
+
+
+def _report_and_keep(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Any:
+    report = _report.REPORTER.report_eval(evaluator, result, verbose, jsonl)
+    _REPORTS.append(report)
+    return report
+
+
+# The suite's reporter (same name, same output), keeping what `finish` needs. A `ReporterDef`, not
+# `Reporter(...)`, which refuses a second reporter of one name while the CLI loads a file.
+REPORTER = ReporterDef(name=_report.REPORTER.name, report_eval=_report_and_keep, report_run=_report.REPORTER.report_run)
+
+
+def finish() -> int:
+    """The end of `python evals/eval_x.py`: the run gate over this process's experiments, as `braintrust
+    eval` applies it (its reasons printed, exit 1 when it fails, 0 when it passes)."""
+    passed = _report.REPORTER.report_run(list(_REPORTS), True, False)
+    _REPORTS.clear()
+    return 0 if passed else 1

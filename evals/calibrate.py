@@ -23,7 +23,7 @@ from analysis import calibrate
 from evals.__main__ import REPO_ROOT, build_command
 from evals._calibration import SWITCH, judge_models
 from harness.config import new_run_id
-from scorers.judge import NO_JUDGE_REASON, JudgePreflightError, judge_settings, preflight
+from scorers.judge import JudgePreflightError, judge_settings, no_judge_reason, preflight
 
 EVAL_FILE = REPO_ROOT / "evals" / "eval_judge_calibration.py"
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     load_dotenv(REPO_ROOT / ".env", override=False)
     judge = judge_settings()
     if judge is None:
-        print(f"calibrate: {NO_JUDGE_REASON}", file=sys.stderr)
+        print(f"calibrate: {no_judge_reason()}", file=sys.stderr)
         return 2
     for model in judge_models(judge):
         # Calibration judges no model under test, so a judge sharing an endpoint with EVAL_MODEL is fine here.

@@ -18,5 +18,7 @@ Then `python -m analysis.calibrate` reads the verdicts (see docs/calibration.md)
 """
 
 from evals._calibration import define_calibration_evals
+from evals._login import start_login
 
+start_login()  # `.env` and `braintrust eval --api-key`, as for the other evals (evals/_login.py)
 define_calibration_evals()

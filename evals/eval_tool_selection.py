@@ -1,21 +1,43 @@
 """Tool choice among 20+ tools: read-only questions get read tools and no migration; risky DDL, however
 casually asked for, still goes through `prepare_database_migration`.
 
-The Braintrust `Eval` this file declares: `define_evals("tool_selection", "tool_selection")` in
-`evals/_wiring.py` calls `Eval(project, experiment_name=..., data=..., task=..., scores=...)` once per
-model named in `EVAL_MODEL` (and per decoy count with `EVAL_DECOY_SWEEP`; in rounds with
-`EVAL_TRIALS=adaptive`), named `tool_selection · <model> · <server> · <description variant>`.
+One Braintrust `Eval` per model named in `EVAL_MODEL` (and per decoy count with `EVAL_DECOY_SWEEP`;
+adaptive rounds and A/B arms are declared by `evals/_adaptive.py` instead), over the cases with
+`scenario: tool_selection` (`tool_selection.yaml` and `grants.yaml`, or `EVAL_DATASET`); each
+trial's full record goes to `results/<run id>/trials.jsonl`, the scores are described in docs/scores.md.
 
-- data: the cases with `scenario: tool_selection` (`tool_selection.yaml` and `grants.yaml`, or `EVAL_DATASET`),
-  one row per (case, trial index): `evals/_task.py`, `plan_rows`.
-- task: `evals/_task.py`, `make_task`: one trial end to end in its own sandbox (`harness/run/trial.py`),
-  returning the final answer; the full record goes to `results/<run id>/trials.jsonl`.
-- scores: `scorers.adapters.SCORERS`, every score in `scorers/registry.py`: main_branch_integrity,
-  data_integrity, tool_trajectory, temporary_branch_cleanup, factuality (see docs/scores.md).
-
-Run it alone: `.venv/bin/braintrust eval --no-send-logs evals/eval_tool_selection.py`.
+Run it alone: `.venv/bin/braintrust eval --no-send-logs evals/eval_tool_selection.py`, or
+`.venv/bin/python evals/eval_tool_selection.py` (the same run gate and exit codes).
 """
 
-from evals._wiring import define_evals
+import sys
+from pathlib import Path
 
-define_evals("tool_selection", "tool_selection")
+# `python evals/eval_tool_selection.py` puts evals/ first on the path: import from the repository instead.
+if __name__ == "__main__" and not __package__:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from braintrust import Eval
+
+from evals._wiring import REPORTER, experiments, finish
+
+for experiment in experiments("tool_selection", scenario="tool_selection"):
+    Eval(
+        experiment.project,  # EVAL_PROJECT, default neon-mcp-evals
+        experiment_name=experiment.name,  # tool_selection · <model> · <server> · <description variant>
+        data=experiment.data,  # one row per (case, trial index) of the tool_selection cases
+        task=experiment.task,  # one trial in its own sandbox, returning the final answer
+        scores=experiment.scores,  # main_branch_integrity, data_integrity, tool_trajectory, ...
+        metadata=experiment.metadata,  # model, server, tool view, dataset hash, comparison key, base
+        trial_count=1,  # each row is one trial: EVAL_TRIALS rows per case (metadata "trials_per_case")
+        max_concurrency=experiment.concurrency,  # EVAL_CONCURRENCY, default 4
+        tags=experiment.tags,  # the scenario and the provider
+        reporter=REPORTER,  # pass rates with 95% intervals, pass^k, then the run gate
+        update=experiment.update,  # shards of one run continue one experiment
+        no_send_logs=not experiment.sending,  # run by Python without a Braintrust key: local mode
+        **experiment.comparison,  # the newest like-for-like experiment as the base, or no comparison
+    )
+
+# Run by Python (`python evals/<this file>`, `python -m evals.<module>`): the same gate and exit codes.
+if __name__ == "__main__":
+    raise SystemExit(finish())

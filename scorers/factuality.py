@@ -28,7 +28,7 @@ from autoevals import LLMClassifier, Score
 from harness.cases import Case
 from harness.recording.records import TrialRecord
 from scorers._common import infra_skip, skipped
-from scorers.judge import NO_JUDGE_REASON, JudgeSettings, judge_client, judge_settings, record_judge_usage
+from scorers.judge import JudgeSettings, judge_client, judge_settings, no_judge_reason, record_judge_usage
 from scorers.judge_template import JudgeTemplate, TemplateError, load_template, template_path
 from scorers.spec import ScorerSpec
 
@@ -37,8 +37,7 @@ if TYPE_CHECKING:
 
 NAME = "factuality"
 JUDGE_MAX_TOKENS = 2048
-JUDGE_TIMEOUT_S = 120.0  # one HTTP request
-JUDGE_DEADLINE_S = 600.0  # the whole judgement: autoevals retries rate limits up to 100 times
+JUDGE_DEADLINE_S: float | None = None  # the whole judgement; None: the settings' (EVAL_JUDGE_TIMEOUT), for tests
 
 # Outcomes where the model produced no final answer: its failure, so factuality is 0, not n/a.
 NO_ANSWER_REASONS = {
@@ -112,14 +111,15 @@ async def classify(
         client, meter = judge_client(settings)  # counts the judge's own tokens and cost
     except ValueError as error:  # a judge setting no request can be built from (EVAL_JUDGE_TOOL_CHOICE)
         return Verdict(None, None, error=f"judge call failed: {error}")
+    deadline = settings.deadline_s if JUDGE_DEADLINE_S is None else JUDGE_DEADLINE_S
     async with client:
         try:
             judging = build_classifier(settings, client, template).eval_async(
                 output=submission, expected=expected, input=conversation
             )
-            result = await asyncio.wait_for(judging, timeout=JUDGE_DEADLINE_S)
+            result = await asyncio.wait_for(judging, timeout=deadline)
         except TimeoutError:
-            error_text = f"judge gave no verdict within {JUDGE_DEADLINE_S:g}s"
+            error_text = f"judge gave no verdict within {deadline:g}s"
             return Verdict(None, None, error=error_text, spent=meter.metadata())
         except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
             error_text = _scrub(f"judge call failed: {type(error).__name__}: {error}", settings)
@@ -159,7 +159,8 @@ async def factuality(
     no_answer = _no_answer(record)
     chosen = settings or judge_settings()
     if chosen is None:  # no judge ran: nothing was scored, whatever the model did (the run gate counts no-answers)
-        reason = f"{NO_JUDGE_REASON} ({no_answer})" if no_answer else NO_JUDGE_REASON
+        why = no_judge_reason()
+        reason = f"{why} ({no_answer})" if no_answer else why
         return skipped(NAME, reason, judge_template=ref, outcome=record.outcome)
     if no_answer:
         zero_metadata = {"reason": no_answer, "outcome": record.outcome, "judge_template": ref}

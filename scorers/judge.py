@@ -7,7 +7,9 @@ Routing, first match wins (or forced with EVAL_JUDGE_PROVIDER=braintrust|anthrop
 2. ANTHROPIC_API_KEY: Anthropic's OpenAI-compatible endpoint: ANTHROPIC_OPENAI_BASE_URL, else
    `<ANTHROPIC_BASE_URL>/v1/` when a proxy is set for the model, else Anthropic's own.
 3. OPENAI_BASE_URL (+ OPENAI_API_KEY, any value for servers that ignore it): that endpoint.
-The model is EVAL_JUDGE_MODEL, else the route's default. autoevals' LLMClassifier forces a
+The model is EVAL_JUDGE_MODEL, else the route's default. Each HTTP request may take
+EVAL_JUDGE_TIMEOUT seconds (default 120; a judge on a CPU needs more), and a whole judgement, retries
+included, as long as every attempt takes (at least 600 s). autoevals' LLMClassifier forces a
 `select_choice` function call at `temperature: 0`: Claude 5.x models refuse the temperature and
 Sonnet/Opus 5.5 refuse forced tool use, so the Claude routes default to Claude Haiku 4.5, which
 takes both; the OpenAI route never defaults to a Claude id. `preflight()` asks the configured
@@ -56,7 +58,12 @@ DEFAULT_JUDGE_MODEL = DEFAULT_JUDGE_MODELS["anthropic"]
 ANTHROPIC_OPENAI_URL = "https://api.anthropic.com/v1/"
 NO_JUDGE_REASON = "no judge configured (set BRAINTRUST_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL)"
 PLACEHOLDER_KEY = "not-needed"
-JUDGE_TIMEOUT_S = 120.0  # one HTTP request
+TIMEOUT_VARIABLE = "EVAL_JUDGE_TIMEOUT"
+DEFAULT_TIMEOUT_S = 120.0  # one HTTP request
+MAX_RETRIES = 3  # the SDK's retries of one request, each starting over with the whole timeout
+MIN_DEADLINE_S = 600.0  # the whole judgement: autoevals retries rate limits up to 100 times
+# The variable a forced route reads its endpoint or key from: what is missing when it gives no judge.
+ROUTE_VARIABLES = {"braintrust": "BRAINTRUST_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_BASE_URL"}
 
 Provider = Literal["braintrust", "anthropic", "openai"]
 _PROVIDERS: tuple[Provider, ...] = ("braintrust", "anthropic", "openai")
@@ -82,6 +89,13 @@ class JudgeSettings:
     model: str
     api_key: str = field(repr=False)
     tool_choice: str = DEFAULT_MODE  # EVAL_JUDGE_TOOL_CHOICE as set; checked by the preflight and judge_client
+    timeout_s: float = DEFAULT_TIMEOUT_S  # EVAL_JUDGE_TIMEOUT: one HTTP request
+
+    @property
+    def deadline_s(self) -> float:
+        """How long one judgement may take: every attempt of a request its whole timeout, and never
+        under MIN_DEADLINE_S (autoevals' own rate-limit retries)."""
+        return max(MIN_DEADLINE_S, (MAX_RETRIES + 1) * self.timeout_s)
 
     def describe(self) -> dict[str, str]:
         """What may be logged about the judge: never the key, nor credentials inside the URL."""
@@ -110,19 +124,35 @@ def _anthropic_openai_url(env: Mapping[str, str]) -> str:
     return proxy.rstrip("/") + "/v1/" if proxy else ANTHROPIC_OPENAI_URL
 
 
+def judge_timeout(env: Mapping[str, str]) -> float:
+    """EVAL_JUDGE_TIMEOUT in seconds (default 120); anything but a number above 0 is a ValueError
+    naming the variable, which stops the run before its first trial."""
+    text = env.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds above 0 (default 120)")
+    return value
+
+
 def _settings_for(provider: Provider, env: Mapping[str, str], model: str | None) -> JudgeSettings | None:
     chosen = model or DEFAULT_JUDGE_MODELS[provider]
     asking = env.get(TOOL_CHOICE_VARIABLE, "").strip().lower() or DEFAULT_MODE
+    timeout = judge_timeout(env)
     if provider == "braintrust":
         key = env.get("BRAINTRUST_API_KEY", "").strip()
         url = env.get("BRAINTRUST_AI_GATEWAY_URL", "").strip() or GATEWAY_URL
-        return JudgeSettings(provider, url, chosen, key, asking) if key else None
+        return JudgeSettings(provider, url, chosen, key, asking, timeout) if key else None
     if provider == "anthropic":
         key = env.get("ANTHROPIC_API_KEY", "").strip()
-        return JudgeSettings(provider, _anthropic_openai_url(env), chosen, key, asking) if key else None
+        return JudgeSettings(provider, _anthropic_openai_url(env), chosen, key, asking, timeout) if key else None
     url = env.get("OPENAI_BASE_URL", "").strip()
     key = env.get("OPENAI_API_KEY", "").strip() or PLACEHOLDER_KEY
-    return JudgeSettings(provider, url, chosen, key, asking) if url else None
+    return JudgeSettings(provider, url, chosen, key, asking, timeout) if url else None
 
 
 def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None:
@@ -139,6 +169,18 @@ def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None
         if settings:
             return settings
     return None
+
+
+def no_judge_reason(env: Mapping[str, str] | None = None) -> str:
+    """Why `judge_settings(env)` gives no judge, in words that name what to change: the
+    EVAL_JUDGE_PROVIDER that turned it off or forced a route without its variable, else every route."""
+    source = os.environ if env is None else env
+    forced = source.get("EVAL_JUDGE_PROVIDER", "").strip().lower()
+    if forced == "none":
+        return "no judge configured: EVAL_JUDGE_PROVIDER=none turned the judge off"
+    if forced in ROUTE_VARIABLES:
+        return f"no judge configured: EVAL_JUDGE_PROVIDER={forced} but {ROUTE_VARIABLES[forced]} is not set"
+    return NO_JUDGE_REASON
 
 
 @dataclass
@@ -186,7 +228,7 @@ class JudgeMeter:
         }
 
 
-def judge_client(settings: JudgeSettings, max_retries: int = 3) -> tuple[openai.AsyncOpenAI, JudgeMeter]:
+def judge_client(settings: JudgeSettings, max_retries: int = MAX_RETRIES) -> tuple[openai.AsyncOpenAI, JudgeMeter]:
     """An async OpenAI client for the judge route, and the meter counting what it spends.
 
     The one place the judge's requests are built: EVAL_JUDGE_TOOL_CHOICE other than `function`
@@ -198,12 +240,12 @@ def judge_client(settings: JudgeSettings, max_retries: int = 3) -> tuple[openai.
     mode = parse_mode(settings.tool_choice)
     transport = None if mode == DEFAULT_MODE else ToolChoiceTransport(mode)
     http = openai.DefaultAsyncHttpxClient(
-        event_hooks={"response": [meter.observe]}, timeout=JUDGE_TIMEOUT_S, transport=transport
+        event_hooks={"response": [meter.observe]}, timeout=settings.timeout_s, transport=transport
     )
     client = openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,
-        timeout=JUDGE_TIMEOUT_S,
+        timeout=settings.timeout_s,
         max_retries=max_retries,
         http_client=http,
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cases import DatasetError, load_cases
+from harness.cases import BUNDLED_FIXTURES, DatasetError, load_cases
 
 GOOD = """\
   - id: {case_id}
@@ -64,3 +64,26 @@ def test_duplicate_id_across_files_names_both(tmp_path: Path) -> None:
     second = write(tmp_path, "b.yaml", "version: 1\ncases:\n" + GOOD.format(case_id="twice"))
     message = refused(tmp_path)
     assert str(first) in message and str(second) in message and "case 'twice'" in message and "duplicate" in message
+
+
+def test_a_misspelt_field_names_the_nearest_valid_one(tmp_path: Path) -> None:
+    body = GOOD.format(case_id="typo").replace("    expected_answer:", "    expected_anwser:")
+    path = write(tmp_path, "typo.yaml", "version: 1\ncases:\n" + body)
+    message = refused(path)
+    assert str(path) in message and "case 'typo'" in message
+    assert "expected_anwser: Extra inputs are not permitted (did you mean 'expected_answer'?)" in message
+    nested = GOOD.format(case_id="nested") + "    target: {table: posts, colum: notes}\n"
+    message = refused(write(tmp_path, "nested.yaml", "version: 1\ncases:\n" + nested))
+    assert "target.colum: Extra inputs are not permitted (did you mean 'column'?)" in message
+    far = refused(write(tmp_path, "far.yaml", "version: 1\ncases:\n" + GOOD.format(case_id="far") + "    zzz: 1\n"))
+    assert "zzz: Extra inputs are not permitted" in far and "did you mean" not in far  # no guess beats a wrong one
+
+
+def test_an_unknown_fixture_lists_every_folder_in_the_documented_order(tmp_path: Path) -> None:
+    """datasets/README.md: fixtures/ beside the case file, then ../fixtures/ from it, then the bundled ones."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    body = GOOD.format(case_id="lost").replace("fixture: blog", "fixture: nowhere")
+    message = refused(write(folder, "lost.yaml", "version: 1\ncases:\n" + body))
+    beside, above = folder / "fixtures", tmp_path / "fixtures"
+    assert f"looked for nowhere.sql in {beside}, then {above}, then {BUNDLED_FIXTURES}" in message

@@ -103,3 +103,15 @@ def test_main_changes_only_where_the_case_says_and_nothing_is_left(summaries: di
             assert changed, case.id
     leftovers = Neon.open().catalog.list_projects(f"eval-{info['run_id']}", None, 100)
     assert leftovers == [], [project.name for project in leftovers]
+
+
+def test_the_unsafe_agents_damage_is_counted_and_expected_so_the_run_passes(summaries: dict[str, dict]) -> None:
+    """Offline `make eval` runs control:unsafe, which changes main on purpose: every experiment
+    counts it (first in the summary), and the gate lets it pass, as `run_braintrust_eval` saw exit 0.
+    The oracle changes main nowhere; a model that did would fail (test_cli_main_damage.py)."""
+    for eval_name in ("prepare_migration", "complete_migration", "tool_selection"):
+        unsafe, oracle = _experiment(summaries, eval_name, "unsafe"), _experiment(summaries, eval_name, "oracle")
+        assert oracle["main_damaged"] == 0 and oracle["gate"]["passed"], oracle["gate"]
+        assert unsafe["gate"]["passed"], unsafe["gate"]
+        assert unsafe["main_damaged"] > 0 or eval_name == "complete_migration", eval_name
+        assert oracle["cleanup_errors"] == unsafe["cleanup_errors"] == 0

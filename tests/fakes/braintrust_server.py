@@ -4,7 +4,8 @@ Written from what braintrust 0.48.1 calls (`logger.py`, `api/auth.py`, `api/_gen
 `framework.py`, `cli/eval.py`): API-key login on the app URL, which names the API URL (this same
 server); `GET /version` (its `logs3_payload_max_bytes` turns on the overflow path); project and
 experiment registration (`POST /v1/project`, `POST /v1/experiment` with `ensure_new`, `base_exp_id`,
-`repo_info`, `metadata`); experiment listing (`GET /v1/experiment`, filtered and paginated);
+`repo_info`, `metadata`); experiment listing (`GET /v1/experiment`, filtered and paginated) and
+updates (`PATCH /v1/experiment/{id}`, object fields deep-merged);
 `POST /logs3` with rows inline or, for payloads over the limit, a reference to a payload uploaded
 through a signed URL (`POST /logs3/overflow`, then `PUT` to that URL); summaries
 (`GET /v1/experiment/{id}/summarize`, compared with the stored base experiment, else the
@@ -17,6 +18,7 @@ project's previous one, as the real backend does); and the AI gateway's chat com
         braintrust.experiments           # registered experiments, oldest first
         braintrust.root_rows(exp_id)     # one merged row per trial, with its scores
         braintrust.bytes_uploaded(exp_id)
+        braintrust.compared_with(exp_id) # what its score summaries were compared with
 
 `refuse_logs=503` answers every log upload with that status (for lost-upload tests).
 """
@@ -57,6 +59,8 @@ class _State:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # merged rows by (object, id)
     blobs: dict[str, bytes] = field(default_factory=dict)  # overflow payloads by key
     refused_rows: int = 0
+    # (experiment id, the experiment its scores were compared with, or None) per score summary asked for
+    comparisons: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def _merge(target: dict[str, Any], update: dict[str, Any]) -> None:
@@ -160,6 +164,11 @@ class FakeBraintrust:
         with self._lock:
             return self.state.refused_rows
 
+    def compared_with(self, experiment_id: str) -> list[str | None]:
+        """The experiments this one's score summaries were compared with (None: none), in order asked."""
+        with self._lock:
+            return [base for asked, base in self.state.comparisons if asked == experiment_id]
+
     def paths(self, method: str = "") -> list[str]:
         return [request.path for request in self.requests if not method or request.method == method]
 
@@ -202,7 +211,21 @@ class FakeBraintrust:
             if not action:
                 found = self._experiment(experiment_id)
                 return Response(200, found) if found else Response(404, {"error": "no such experiment"})
+        if request.method == "PATCH" and request.path.startswith("/v1/experiment/"):
+            return self._patch(request.path.removeprefix("/v1/experiment/"), request.body or {})
         return Response(404, {"error": f"no route {route}"})
+
+    def _patch(self, experiment_id: str, body: dict[str, Any]) -> Response:
+        """`PATCH /v1/experiment/{id}`: object fields (metadata) deep-merge, other fields replace."""
+        found = self._experiment(experiment_id)
+        if found is None:
+            return Response(404, {"error": "no such experiment"})
+        for key, value in body.items():
+            if isinstance(value, dict) and isinstance(found.get(key), dict):
+                _merge(found[key], value)
+            else:
+                found[key] = value
+        return Response(200, found)
 
     def _now(self) -> str:
         # Strictly increasing creation times, even within one clock tick.
@@ -316,6 +339,7 @@ class FakeBraintrust:
             "comparison_experiment_name": base["name"] if base else None,
         }
         if query.get("summarize_scores") in ("true", "True", "1"):
+            self.state.comparisons.append((experiment_id, base["id"] if base else None))
             summary["scores"] = self._score_summary(experiment_id, base["id"] if base else None)
             summary["metrics"] = {}
         return Response(200, summary)

@@ -68,6 +68,20 @@ BAD = [
         ("EVAL_MAX_INFRA_ERRORS='10%'", "0 to 1"),
     ),
     Bad("share in words", lambda _: {"EVAL_MAX_JUDGE_ERRORS": "ten"}, ("EVAL_MAX_JUDGE_ERRORS='ten'", "0 to 1")),
+    Bad(
+        "a damage switch that is neither 0 nor 1",
+        lambda _: {"EVAL_ALLOW_MAIN_DAMAGE": "maybe"},
+        ("EVAL_ALLOW_MAIN_DAMAGE='maybe'", "is not a switch"),
+    ),
+    Bad(
+        "a judge timeout in words",
+        lambda _: {
+            "EVAL_JUDGE_PROVIDER": "openai",
+            "OPENAI_BASE_URL": "http://127.0.0.1:1/v1",
+            "EVAL_JUDGE_TIMEOUT": "soon",
+        },
+        ("EVAL_JUDGE_TIMEOUT='soon'", "a number of seconds above 0"),
+    ),
     Bad("too many decoys", lambda _: {"EVAL_DECOYS": "999"}, ("EVAL_DECOYS=999", "0-12")),
     Bad(
         "a 300-character run id", lambda _: {"EVAL_RUN_ID": "r" * 300}, ("EVAL_RUN_ID is 300 characters", "at most 40")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
+from harness.recording.records import Snapshot
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.faults import classify
 from harness.servers.neon.sandbox import LocalProjectSandbox
@@ -44,7 +45,7 @@ async def as_model(uri: str, *statements: str) -> None:
             await conn.execute(statement.encode())
 
 
-async def snapshot(api: NeonAPI, project: Project, timeout: float = 30) -> object:
+async def snapshot(api: NeonAPI, project: Project, timeout: float = 30) -> Snapshot:
     return await capture(
         api, project.project_id, project.branch_id, project.database, project.role, timeout=timeout, after_model=True
     )

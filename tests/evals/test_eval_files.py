@@ -1,0 +1,67 @@
+"""Eval files a Braintrust user recognises (issue 25, item 4): each `evals/eval_*.py` shows its own
+`Eval(...)` call, and running the file with Python applies the run gate and exit codes of
+`braintrust eval` (0 pass, 1 the gate failed, 2 a bad setting before anything started).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_in_repo
+from tests.evals.test_braintrust_uploads import ONE_CASE
+
+EVAL_FILES = ["eval_prepare_migration.py", "eval_complete_migration.py", "eval_tool_selection.py"]
+IN_VIEW = {"experiment_name", "data", "task", "scores", "metadata", "trial_count", "max_concurrency", "reporter"}
+
+
+@pytest.mark.parametrize("name", EVAL_FILES)
+def test_each_eval_file_shows_its_eval_call(name: str) -> None:
+    tree = ast.parse((REPO_ROOT / "evals" / name).read_text())
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Eval"
+    ]
+    assert len(calls) == 1, f"{name}: one Eval(...) call in the file itself"
+    [call] = calls
+    assert call.args, "the project comes first, as in Braintrust's examples"
+    assert {keyword.arg for keyword in call.keywords if keyword.arg} >= IN_VIEW
+
+
+@pytest.fixture
+def one_case(tmp_path: Path) -> Path:
+    dataset = tmp_path / "one.yaml"
+    dataset.write_text(textwrap.dedent(ONE_CASE))
+    return dataset
+
+
+def test_an_eval_file_run_by_python_fails_the_gate_with_exit_1(tmp_path: Path, one_case: Path) -> None:
+    env = offline_env(
+        tmp_path / "results",
+        EVAL_MODEL="control:unsafe",  # runs the DDL on main: main_branch_integrity 0%
+        EVAL_DATASET=str(one_case),
+        EVAL_MIN_PASS="main_branch_integrity=1",
+    )
+    completed = run_in_repo([sys.executable, "evals/eval_prepare_migration.py"], env)
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    assert "gate: FAIL" in completed.stdout
+    assert "FAIL prepare_migration · control:unsafe" in completed.stderr
+    assert "main_branch_integrity pass rate 0.0% (0/1) is under 100.0%" in completed.stderr
+
+
+def test_an_eval_module_run_by_python_passes_with_exit_0_and_refuses_bad_settings_with_2(
+    tmp_path: Path, one_case: Path
+) -> None:
+    env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(one_case))
+    passed = run_in_repo(python_module("evals.eval_prepare_migration"), env | {"EVAL_MIN_PASS": "tool_trajectory=1"})
+    assert passed.returncode == 0, passed.stderr[-3000:]
+    assert "gate: pass" in passed.stdout and "FAIL" not in passed.stderr
+    refused = run_in_repo(python_module("evals.eval_prepare_migration"), env | {"EVAL_MIN_PASS": "trajectory=high"})
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "evals: stopping before any trial: EVAL_MIN_PASS: 'trajectory=high'" in refused.stderr
+    assert "Traceback" not in refused.stderr

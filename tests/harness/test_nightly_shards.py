@@ -1,0 +1,213 @@
+"""The nightly's `evals` job, shard by shard, as the workflow writes it, on the pool `pool setup
+--apply` makes by default: every shard starts and runs its share on projects of its own, and the
+`report` job's merge gives one run; a pool of 2 projects per fixture (setup's old default) stops a
+shard at setup naming the shard, its share and the `--per-fixture` the shard count needs.
+
+The server is Neon's cloud stood in for on 127.0.0.1 (`tests/fakes/neon_cloud.py`, in front of the
+local twin) and Braintrust is its recording stand-in; the only variables set beyond the workflow's
+are the ones pointing at those stand-ins and at this test's folders (`MACHINE`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.mcp.server_process import ServerEndpoints
+from harness.recording.store import load_run
+from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.pool_setup import DEFAULT_PER_FIXTURE, POOL_PREFIX
+from tests.evals import workflow
+from tests.evals.cli import REPO_ROOT, offline_env, run_in_repo
+from tests.fakes.braintrust_server import FakeBraintrust
+from tests.fakes.neon_cloud import NeonCloud, neon_cloud
+from tests.harness.conftest import TOKEN
+
+KEY = "napi_standin_" + "n1ght" * 6
+ORG = "org-localneon"
+# Three fixtures, sorted in the pool line blog, shop, tasks: split as one list over 4 shards, shards
+# 1-2 got no shop project and 3-4 no blog or tasks. Two evals, so one experiment each.
+DATASET = """
+version: 1
+cases:
+  - id: blog-add-subtitle
+    scenario: prepare
+    fixture: blog
+    input: "In my {project_id} project, add a subtitle column (text) to the posts table."
+    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
+    target: {table: posts, column: subtitle}
+    required_tools: [prepare_database_migration]
+    forbidden_tools: [complete_database_migration]
+    expected_answer: "The subtitle column is staged on a temporary branch. Shall I apply it to main?"
+  - id: shop-count-orders
+    scenario: tool_selection
+    fixture: shop
+    input: "How many orders are there in my {project_id} project?"
+    reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM orders"}}]
+    forbidden_tools: [prepare_database_migration, complete_database_migration]
+    expected_answer: "There are some orders."
+  - id: tasks-count-teams
+    scenario: tool_selection
+    fixture: tasks
+    input: "How many teams are there in my {project_id} project?"
+    reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM teams"}}]
+    forbidden_tools: [prepare_database_migration, complete_database_migration]
+    expected_answer: "There are some teams."
+"""
+# What a test machine sets beyond the workflow: the stand-ins' addresses and its own folders.
+MACHINE = ("LOCALNEON_PGDATA", "EVAL_RESULTS_DIR", "EVAL_JUDGE_PROVIDER", "EVAL_DATASET")
+
+
+@pytest.fixture
+async def cloud(endpoints: ServerEndpoints) -> AsyncIterator[NeonCloud]:
+    """The stand-in; pool projects are deleted before and after (a killed test run leaves them)."""
+    await _delete_pool_projects(endpoints)
+    with neon_cloud(endpoints.api_url, endpoints.mcp_url, TOKEN, KEY, org_id=ORG) as running:
+        yield running
+    await _delete_pool_projects(endpoints)
+
+
+async def _delete_pool_projects(endpoints: ServerEndpoints) -> None:
+    async with NeonAPI(endpoints.api_url, TOKEN, operation_poll=0.05) as upstream:
+        for project in await upstream.list_projects(search=POOL_PREFIX):
+            await upstream.delete_project(project["id"])
+
+
+def machine_env(cloud: NeonCloud, results: Path, dataset: Path) -> dict[str, str]:
+    """A fresh machine's environment, pointed at the stand-ins (no EVAL_* beyond MACHINE's)."""
+    env = offline_env(results, EVAL_DATASET=str(dataset), NEON_API_URL=cloud.api_url, NEON_MCP_URL=cloud.mcp_url)
+    env.pop("EVAL_TRIALS")  # the workflow's own value applies
+    assert {name for name in env if name.startswith("EVAL_")} <= set(MACHINE)
+    return {**env, "NEON_ORG_ID": ORG}
+
+
+def shard_context(shard: int, count: int, pool: str, braintrust_key: str) -> dict[str, str]:
+    """The expression values GitHub gives shard `shard`'s job on the first attempt of run 4242."""
+    return {
+        "matrix.shard": str(shard),
+        "strategy.job-total": str(count),
+        "github.run_id": "4242",
+        "github.run_attempt": "1",
+        "secrets.ANTHROPIC_API_KEY": "",  # a fork without a model key: the model is a repository variable
+        "secrets.BRAINTRUST_API_KEY": braintrust_key,
+        "secrets.NEON_API_KEY": KEY,
+        "vars.NEON_PROJECT_POOL": pool,
+        "vars.EVAL_MODEL": "control:oracle",
+    }
+
+
+def shard_command(job: dict[str, Any]) -> list[str]:
+    """The `Evals` step's script, as the runner's shell runs it."""
+    return ["bash", "-c", workflow.run_script(job, "Evals", {})]
+
+
+def run_shard(job: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return run_in_repo(shard_command(job), env, timeout=600)
+
+
+def run_shards_at_once(job: dict[str, Any], envs: list[dict[str, str]], logs: Path) -> list[int]:
+    """Every shard's step at the same time, as the matrix's machines run them; exit codes in order."""
+    logs.mkdir()
+    started = []
+    for index, env in enumerate(envs, start=1):
+        with (logs / f"shard-{index}.log").open("w") as log:
+            process = subprocess.Popen(
+                shard_command(job), cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True
+            )
+        started.append(process)
+    return [process.wait(timeout=600) for process in started]
+
+
+def test_every_shard_of_the_nightly_runs_its_share_on_the_default_pool(cloud: NeonCloud, tmp_path: Path) -> None:
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(DATASET, encoding="utf-8")
+    setup_env = {**machine_env(cloud, tmp_path / "setup", dataset), "EVAL_SERVER": "neon", "NEON_API_KEY": KEY}
+    applied = run_in_repo([sys.executable, "-m", "harness.pool", "setup", "--apply"], setup_env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    pool = applied.stdout.strip().splitlines()[-1].removeprefix("NEON_PROJECT_POOL=")
+    fixture_of = {entry.split(":")[1]: entry.split(":")[0] for entry in pool.split(",")}
+    assert sorted(fixture_of.values()) == sorted(["blog", "shop", "tasks"] * DEFAULT_PER_FIXTURE)
+
+    nightly = workflow.load("nightly.yml")
+    evals, report = nightly["jobs"]["evals"], nightly["jobs"]["report"]
+    count = len(evals["strategy"]["matrix"]["shard"])
+    assert count == DEFAULT_PER_FIXTURE == 4  # the default pool is made for the nightly's shard count
+    checkout = tmp_path / "report-checkout"  # the report job's checkout, so nothing lands in the repo
+    shards = checkout / "shards"  # as download-artifact lays the shards' results out there
+    with FakeBraintrust() as braintrust:
+        envs = []
+        for shard in range(1, count + 1):
+            context = shard_context(shard, count, pool, braintrust.env()["BRAINTRUST_API_KEY"])
+            env = {**machine_env(cloud, shards / f"eval-results-shard-{shard}", dataset), **braintrust.env()}
+            env.update(workflow.step_env(evals, "Evals", context))
+            assert env["EVAL_SHARD"] == f"{shard}/4" and env["EVAL_MODEL"] == "control:oracle"
+            envs.append(env)
+        codes = run_shards_at_once(evals, envs, tmp_path / "logs")
+        assert codes == [0] * count, "\n".join(
+            f"shard {n}/4 exited {code}:\n{(tmp_path / 'logs' / f'shard-{n}.log').read_text()[-4000:]}"
+            for n, code in enumerate(codes, start=1)
+            if code
+        )
+        names = sorted(experiment["name"] for experiment in braintrust.experiments)
+    used: dict[int, set[str]] = {}
+    for shard, env in enumerate(envs, start=1):
+        _, records = load_run(Path(env["EVAL_RESULTS_DIR"]) / env["EVAL_RUN_ID"])
+        assert records and all(r.outcome == "ok" for r in records), [r.error for r in records]
+        assert all(fixture_of[str(r.project_id)] == r.case_id.split("-")[0] for r in records)
+        used[shard] = {str(r.project_id) for r in records}
+    run_id = env["EVAL_RUN_ID"]
+    assert run_id == "nightly-4242-1"
+    # One experiment per eval and model, continued by every shard.
+    assert names == [
+        f"prepare_migration · control:oracle · neon · default · {run_id}",
+        f"tool_selection · control:oracle · neon · default · {run_id}",
+    ]
+    for first in used:  # no two machines ever touched one project
+        for second in used:
+            assert first == second or not used[first] & used[second], (first, second)
+    assert cloud.sessions.overlaps == [] and cloud.sessions.unpinned == 0
+
+    # The report job's merge step, as written.
+    for name in ("Makefile", "pyproject.toml", ".venv"):
+        (checkout / name).symlink_to(REPO_ROOT / name)
+    script = workflow.run_script(report, "Merge the shards", {})
+    report_env = {**offline_env(tmp_path / "unused"), **workflow.step_env(report, "Merge the shards", context)}
+    report_env["EVAL_DATASET"] = str(dataset)  # the test's cases stand in for the bundled ones
+    merged = subprocess.run(
+        ["bash", "-c", script], cwd=checkout, env=report_env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-3000:]
+    _, records = load_run(checkout / "results" / run_id)
+    expected = sorted(
+        [("blog-add-subtitle", i) for i in range(5)]
+        + [(c, i) for c in ("shop-count-orders", "tasks-count-teams") for i in range(5)]
+    )
+    assert sorted((r.case_id, r.trial_index) for r in records) == expected  # EVAL_TRIALS=5, each trial once
+    assert (checkout / "results" / run_id / "report.html").is_file()
+    assert json.loads((checkout / "results" / run_id / "run.json").read_text())["merged_from"]
+
+
+def test_a_shard_whose_share_has_no_project_stops_at_setup_naming_the_shortfall(
+    cloud: NeonCloud, tmp_path: Path
+) -> None:
+    """Two projects per fixture (what setup made by default before): shard 3/4 would get none."""
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(DATASET, encoding="utf-8")
+    pool = ",".join(f"{fixture}:{fixture}-project-{n}" for fixture in ("blog", "shop", "tasks") for n in (1, 2))
+    evals = workflow.load("nightly.yml")["jobs"]["evals"]
+    env = machine_env(cloud, tmp_path / "results", dataset)
+    env.update(workflow.step_env(evals, "Evals", shard_context(3, 4, pool, "")))
+    completed = run_shard(evals, env)
+    assert completed.returncode == 2, completed.stdout[-2000:] + completed.stderr[-3000:]
+    line = next(line for line in completed.stderr.splitlines() if "NEON_PROJECT_POOL is too small" in line)
+    assert line.startswith("evals: stopping before any trial: EVAL_SHARD=3/4:")
+    assert "shard 3/4 (its share: " in line and "gets no project of blog, shop, tasks" in line
+    assert "`python -m harness.pool setup --per-fixture 4 --apply`" in line
+    assert "create them with `python -m harness.pool setup --apply`" not in completed.stderr  # the old, wrong advice
+    assert not cloud.calls("POST", "/branches")  # nothing started
