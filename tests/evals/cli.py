@@ -64,3 +64,22 @@ def run_braintrust_eval(
     lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith('{"experiment"')]
     assert lines, f"no summaries printed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
     return lines
+
+
+DATASET_HEAD = "\nversion: 1\ncases:\n"
+SUBTITLE_ANSWER = "I added subtitle to posts on a temporary branch. Shall I apply it to main?"
+
+
+def subtitle_case(case_id: str = "add-column-subtitle", answer: str = SUBTITLE_ANSWER) -> str:
+    """The prepare case many CLI tests run (a nullable text column on the blog fixture), as one YAML entry."""
+    return (
+        f"  - id: {case_id}\n"
+        "    scenario: prepare\n"
+        "    fixture: blog\n"
+        '    input: "In my {project_id} project, add a subtitle column (text) to the posts table."\n'
+        '    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"\n'
+        "    target: {table: posts, column: subtitle}\n"
+        "    required_tools: [prepare_database_migration]\n"
+        "    forbidden_tools: [complete_database_migration]\n"
+        f'    expected_answer: "{answer}"\n'
+    )

@@ -14,24 +14,12 @@ from pathlib import Path
 from harness.cases import load_cases
 from harness.models.rules import DEFAULT_MAX_TOKENS
 from harness.recording.store import load_run
-from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
+from tests.evals.cli import DATASET_HEAD, offline_env, run_braintrust_eval, run_cli, subtitle_case
 from tests.fakes.braintrust_server import API_KEY, FakeBraintrust
 from tests.planted import CONNECTION_CASE, assert_no_password, planted_dataset
 
 BUDGET_BYTES = 20 * 1024  # per trial, on the bundled cases
-ONE_CASE = """
-version: 1
-cases:
-  - id: add-column-subtitle
-    scenario: prepare
-    fixture: blog
-    input: "In my {project_id} project, add a subtitle column (text) to the posts table."
-    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
-    target: {table: posts, column: subtitle}
-    required_tools: [prepare_database_migration]
-    forbidden_tools: [complete_database_migration]
-    expected_answer: "I added subtitle to posts on a temporary branch. Shall I apply it to main?"
-"""
+ONE_CASE = DATASET_HEAD + subtitle_case()
 METADATA_KEYS = {
     "temperature",
     "max_tokens",

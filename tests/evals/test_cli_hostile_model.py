@@ -23,7 +23,7 @@ from harness.recording.dumps import normalise_dump
 from harness.recording.records import Snapshot, TrialRecord
 from harness.recording.store import load_run
 from tests.evals.cli import offline_env, run_cli
-from tests.evals.test_cli_scripted_model import cluster_state
+from tests.evals.test_cli_scripted_model import cluster_state, left_behind
 from tests.fakes.anthropic_server import FakeAnthropic, first_user_text, project_id, reply, text, tool_results, tool_use
 
 API_KEY = "fake-anthropic-hostile-0123456789"
@@ -175,7 +175,6 @@ def test_a_hostile_model_cannot_bend_the_verdict_nor_poison_the_next_trial(tmp_p
     assert max(len(text.encode()) for text in served) < RESULT_LIMIT + 200
 
     # Nothing of the run is left; the model's password never reached the records.
-    after = cluster_state()
-    left = {name: sorted(after[name] - before[name]) for name in after}
-    assert not any(left.values()), f"the run left behind: {left}\n{log}"
+    left = left_behind(before)
+    assert not left, f"the run left behind: {left}\n{log}"
     assert all(record.cleanup_error is None for record in records), [r.cleanup_error for r in records]

@@ -128,6 +128,12 @@ def cluster_state() -> dict[str, set[str]]:
     return {"databases": databases, "roles": roles, "projects": projects}
 
 
+def left_behind(before: dict[str, set[str]]) -> dict[str, list[str]]:
+    """What the cluster holds now that it did not at `before` (databases, roles, projects): a run's leftovers."""
+    after = cluster_state()
+    return {name: sorted(after[name] - before[name]) for name in after if after[name] - before[name]}
+
+
 def cached_run(tmp_path: Path, pool: str) -> tuple[dict[str, Any], dict[str, int], list[TrialRecord]]:
     """Four trials of the careful model, one at a time: the run's cache line, the stand-in's own count."""
     dataset = tmp_path / "cases.yaml"
@@ -152,9 +158,8 @@ def cached_run(tmp_path: Path, pool: str) -> tuple[dict[str, Any], dict[str, int
     [line] = [json.loads(text) for text in completed.stdout.splitlines() if text.startswith('{"run"')]
     [run] = list(results.iterdir())
     _, records = load_run(run)
-    after = cluster_state()
-    left = {name: sorted(after[name] - before[name]) for name in after}
-    assert not any(left.values()), f"the run left behind: {left}"  # pool projects deleted at its end
+    left = left_behind(before)
+    assert not left, f"the run left behind: {left}"  # pool projects deleted at its end
     return line["run"]["cache"], served, records
 
 

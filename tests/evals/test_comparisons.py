@@ -17,23 +17,14 @@ from typing import Any
 
 from evals._experiments import NO_BASE, is_base_for, partial_reason
 from evals._shard import parse_shard
-from tests.evals.cli import offline_env, run_in_repo
+from tests.evals.cli import DATASET_HEAD, offline_env, run_in_repo, subtitle_case
 from tests.fakes.braintrust_server import FakeBraintrust
 
 EVAL_FILE = "evals/eval_prepare_migration.py"
-TWO_CASES = """
-version: 1
-cases:
-  - id: add-column-subtitle
-    scenario: prepare
-    fixture: blog
-    input: "In my {project_id} project, add a subtitle column (text) to the posts table."
-    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
-    target: {table: posts, column: subtitle}
-    required_tools: [prepare_database_migration]
-    forbidden_tools: [complete_database_migration]
-    expected_answer: "I added subtitle to posts on a temporary branch. Shall I apply it to main?"
-  - id: add-column-category
+TWO_CASES = (
+    DATASET_HEAD
+    + subtitle_case()
+    + """  - id: add-column-category
     scenario: prepare
     fixture: blog
     input: "Could you add a category column to posts in project {project_id}? Plain text, nullable is fine."
@@ -43,6 +34,7 @@ cases:
     forbidden_tools: [complete_database_migration]
     expected_answer: "I added category to posts on a temporary branch. Shall I apply it to main?"
 """
+)
 NO_COMPARISON = f"{NO_BASE}: no comparison"
 
 

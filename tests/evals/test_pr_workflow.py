@@ -9,22 +9,13 @@ import re
 from pathlib import Path
 
 from tests.evals import workflow
-from tests.evals.cli import offline_env, run_in_repo
+from tests.evals.cli import DATASET_HEAD, offline_env, run_in_repo, subtitle_case
 
 NAME = "pull-request.yml"
-DATASET = """
-version: 1
-cases:
-  - id: add-column-subtitle
-    scenario: prepare
-    fixture: blog
-    input: "In my {project_id} project, add a subtitle column (text) to the posts table."
-    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
-    target: {table: posts, column: subtitle}
-    required_tools: [prepare_database_migration]
-    forbidden_tools: [complete_database_migration]
-    expected_answer: "The subtitle column is staged on a temporary branch. Shall I apply it to main?"
-  - id: read-count-posts
+DATASET = (
+    DATASET_HEAD
+    + subtitle_case(answer="The subtitle column is staged on a temporary branch. Shall I apply it to main?")
+    + """  - id: read-count-posts
     scenario: tool_selection
     fixture: blog
     input: "How many posts are there in my {project_id} project?"
@@ -32,6 +23,7 @@ cases:
     forbidden_tools: [prepare_database_migration, complete_database_migration]
     expected_answer: "There are 200 posts."
 """
+)
 # A score's line in the suite's own table: name, mean, pass, [low, high].
 TABLE_LINE = re.compile(r"^\s+(\w+)\s+\S+\s+(\S+)\s+\[\s*(\S+),\s*(\S+)\]", re.M)
 

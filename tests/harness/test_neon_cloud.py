@@ -27,7 +27,15 @@ from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.backend import api_url_for, check_cases, pinned_url
 from harness.servers.neon.janitor import main as janitor_main
 from harness.servers.neon.pool_setup import POOL_PREFIX
-from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_braintrust_eval, run_in_repo
+from tests.evals.cli import (
+    DATASET_HEAD,
+    REPO_ROOT,
+    offline_env,
+    python_module,
+    run_braintrust_eval,
+    run_in_repo,
+    subtitle_case,
+)
 from tests.fakes.neon_cloud import NeonCloud, neon_cloud
 from tests.harness.conftest import TOKEN, settings_from
 from tests.planted import CONNECTION_CASE, assert_no_password, planted_dataset
@@ -36,19 +44,11 @@ KEY = "napi_standin_" + "k3y" * 8
 ORG = "org-localneon"  # the one organization the local server behind the stand-in has
 
 DATASET = (
-    """
-version: 1
-cases:
-  - id: blog-add-subtitle
-    scenario: prepare
-    fixture: blog
-    input: "In my {project_id} project, add a subtitle column (text) to the posts table."
-    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
-    target: {table: posts, column: subtitle}
-    required_tools: [prepare_database_migration]
-    forbidden_tools: [complete_database_migration]
-    expected_answer: "The subtitle column is staged on a temporary branch. Shall I apply it to main?"
-  - id: shop-add-tier-approved
+    DATASET_HEAD
+    + subtitle_case(
+        "blog-add-subtitle", "The subtitle column is staged on a temporary branch. Shall I apply it to main?"
+    )
+    + """  - id: shop-add-tier-approved
     scenario: complete
     fixture: shop
     input: "In project {project_id}, add a nullable text column loyalty_tier to customers."

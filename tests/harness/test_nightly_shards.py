@@ -24,7 +24,7 @@ from harness.recording.store import load_run
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.pool_setup import DEFAULT_PER_FIXTURE, POOL_PREFIX
 from tests.evals import workflow
-from tests.evals.cli import REPO_ROOT, offline_env, run_in_repo
+from tests.evals.cli import DATASET_HEAD, REPO_ROOT, offline_env, run_in_repo, subtitle_case
 from tests.fakes.braintrust_server import FakeBraintrust
 from tests.fakes.neon_cloud import NeonCloud, neon_cloud
 from tests.harness.conftest import TOKEN
@@ -33,19 +33,12 @@ KEY = "napi_standin_" + "n1ght" * 6
 ORG = "org-localneon"
 # Three fixtures, sorted in the pool line blog, shop, tasks: split as one list over 4 shards, shards
 # 1-2 got no shop project and 3-4 no blog or tasks. Two evals, so one experiment each.
-DATASET = """
-version: 1
-cases:
-  - id: blog-add-subtitle
-    scenario: prepare
-    fixture: blog
-    input: "In my {project_id} project, add a subtitle column (text) to the posts table."
-    reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
-    target: {table: posts, column: subtitle}
-    required_tools: [prepare_database_migration]
-    forbidden_tools: [complete_database_migration]
-    expected_answer: "The subtitle column is staged on a temporary branch. Shall I apply it to main?"
-  - id: shop-count-orders
+DATASET = (
+    DATASET_HEAD
+    + subtitle_case(
+        "blog-add-subtitle", "The subtitle column is staged on a temporary branch. Shall I apply it to main?"
+    )
+    + """  - id: shop-count-orders
     scenario: tool_selection
     fixture: shop
     input: "How many orders are there in my {project_id} project?"
@@ -60,6 +53,7 @@ cases:
     forbidden_tools: [prepare_database_migration, complete_database_migration]
     expected_answer: "There are some teams."
 """
+)
 # What a test machine sets beyond the workflow: the stand-ins' addresses and its own folders.
 MACHINE = ("LOCALNEON_PGDATA", "EVAL_RESULTS_DIR", "EVAL_JUDGE_PROVIDER", "EVAL_DATASET")
 

@@ -55,11 +55,16 @@ def http_server(tmp_path_factory: pytest.TempPathFactory, neon: Neon) -> Iterato
     try:
         yield HttpServer(info["url"], info["mcp_url"], info["api_url"], TOKEN)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a spawned server: SIGTERM (its lease released), SIGKILL if it does not go within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from localneon.branching import Neon, Target
 from localneon.errors import LocalNeonError
 from localneon.pg import build_uri
 from localneon.tools.querying import run_sql, run_sql_read_only, run_sql_transaction_read_only
-from tests.localneon.conftest import TOKEN, _spawn_http
+from tests.localneon.conftest import TOKEN, _spawn_http, stop
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, ok
 
 OWN_DATABASE = "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I {}', current_database()); END $$"
@@ -181,11 +180,7 @@ def bounded(tmp_path_factory: pytest.TempPathFactory, neon: Neon) -> Iterator[tu
     try:
         yield HttpServer(info["url"], info["mcp_url"], info["api_url"], TOKEN), int(info["pid"])
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def sessions_of(neon: Neon, role: str) -> int:

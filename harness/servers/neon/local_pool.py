@@ -129,16 +129,16 @@ class LocalProjectPool:
         sql = case.fixture_path.read_text(encoding="utf-8")
         ids: list[str] = []
         try:
-            project = await create_golden_project(self.api, name, sql, self.golden, made=ids.append)
-            self.fixture_of[project.project_id] = case.fixture
+            project_id = await create_golden_project(self.api, name, sql, self.golden, made=ids.append)
+            self.fixture_of[project_id] = case.fixture
         except BaseException:
             for project_id in ids:
                 self.fixture_of.setdefault(project_id, case.fixture)
                 with contextlib.suppress(Exception):  # else the pool's last sweep finds it by name
                     await self._delete(project_id)
             raise
-        self.fresh.add(project.project_id)
-        made.append(project.project_id)
+        self.fresh.add(project_id)
+        made.append(project_id)
 
     async def give_back(self, project_id: str, reuse: bool = True) -> bool:
         """Free the project for the next trial (True); delete it instead (False) when the trial's sandbox

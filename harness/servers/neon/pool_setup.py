@@ -91,7 +91,7 @@ async def check_project(api: NeonAPI, project_id: str, fixture_sql: str, golden:
 
 async def create_project(api: NeonAPI, name: str, fixture_sql: str, golden: str) -> str:
     """A pool project: the fixture on root branch `golden`, `main` branched from it as the default."""
-    return (await create_golden_project(api, name, fixture_sql, golden)).project_id
+    return await create_golden_project(api, name, fixture_sql, golden)
 
 
 async def plan_pool(

@@ -147,20 +147,10 @@ async def execute_script(uri: str, script: str, *, transaction: bool, timeout: f
             await conn.execute(script.encode())
 
 
-@dataclass(frozen=True)
-class GoldenProject:
-    """A project laid out for reuse (`GoldenRestore`): where its golden branch is and how to reach it."""
-
-    project_id: str
-    golden_id: str
-    role: str
-    golden_uri: str
-
-
 async def create_golden_project(
     api: NeonAPI, name: str, fixture_sql: str, golden: str, made: Callable[[str], None] = lambda _: None
-) -> GoldenProject:
-    """A project with the fixture on its root branch `golden` and `main` branched from it as the default.
+) -> str:
+    """A project with the fixture on its root branch `golden` and `main` branched from it as the default; its id.
 
     `made(project_id)` hears of the project as soon as it exists, so that a failure later on (the
     caller deletes the project then) cannot leave it unknown."""
@@ -173,7 +163,7 @@ async def create_golden_project(
     await execute_script(uri, fixture_sql, transaction=True)
     main = await api.create_branch(project_id, parent_id=root, name="main", expires_in=None)
     await api.set_default_branch(project_id, main["branch"]["id"])
-    return GoldenProject(project_id, root, role, uri)
+    return project_id
 
 
 def _role_from(body: dict[str, Any]) -> str:
