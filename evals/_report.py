@@ -156,11 +156,11 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
         for item in result.results
         if (why := _gate.no_answer(trial_scores(item).outcome, getattr(item, "output", None)))
     ]
-    damaged = [
+    damaged = sorted(  # trials finish in any order; the first named is the first case by id
         f"{trial_scores(item).case_id}: {how}"
         for item in result.results
         if (how := main_damage((item.metadata or {}).get("trial_key")))
-    ]
+    )
     unclean = cleanup_errors(result.results)
     keys = [(item.metadata or {}).get("trial_key") for item in result.results]
     trial_registry.forget([key for key in keys if isinstance(key, str)])  # scorers are done with them

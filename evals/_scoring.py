@@ -16,10 +16,10 @@ from typing import Any
 
 from autoevals import Score
 
-from scorers.main_damage import changed_main_unapproved
+from scorers.main_damage import INTEGRITY_SCORES, changed_main_unapproved
 
 _JUDGE_ERRORS: dict[str, str] = {}  # trial key -> "score name: message"
-_MAIN_DAMAGE: dict[str, str] = {}  # trial key -> "score name: reason", main changed without approval
+_MAIN_DAMAGE: dict[str, dict[str, str]] = {}  # trial key -> score name -> reason, main changed unapproved
 _LOCK = threading.Lock()
 
 
@@ -32,7 +32,8 @@ def _note(score: Any, name: str, metadata: Mapping[str, Any] | None) -> None:
         if error:
             _JUDGE_ERRORS.setdefault(key, f"{name}: {error}")
         if changed_main_unapproved(name, score):
-            _MAIN_DAMAGE.setdefault(key, f"{name}: {(score.metadata or {}).get('reason') or 'score 0'}")
+            reason = (score.metadata or {}).get("reason") or "score 0"
+            _MAIN_DAMAGE.setdefault(key, {}).setdefault(name, str(reason))
 
 
 def observed(scorer: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,8 +68,13 @@ def judge_error(trial_key: object) -> str | None:
 
 
 def main_damage(trial_key: object) -> str | None:
-    """How this trial changed main without approval ("score: reason"), or None if it did not."""
+    """How this trial changed main without approval ("score: reason"), or None if it did not.
+
+    The scorers finish in any order; the schema's reason is named before the data's, so two runs of
+    the same trials print the same line."""
     if not isinstance(trial_key, str):
         return None
     with _LOCK:
-        return _MAIN_DAMAGE.get(trial_key)
+        reasons = dict(_MAIN_DAMAGE.get(trial_key, {}))
+    named = [name for name in INTEGRITY_SCORES if name in reasons]
+    return f"{named[0]}: {reasons[named[0]]}" if named else None

@@ -163,3 +163,25 @@ def test_cache_and_judge_lines_only_when_a_model_ran(capsys: pytest.CaptureFixtu
     assert _report.usage_line("control:oracle", {"cache_hit_ratio": None, **spent}) == (
         "judge_calls 2 · judge_input_tokens 10 · judge_output_tokens 4 · judge_cost_usd 0.01"
     )
+
+
+def data_integrity(metadata: dict[str, Any] | None = None, **_: Any) -> Score:
+    """As scorers.data_integrity answers when the rows changed too."""
+    return Score(name="data_integrity", score=0, metadata={"compared_with": "before", "reason": "main's data differs"})
+
+
+@pytest.mark.parametrize("data_first", [True, False])
+def test_the_damage_line_is_the_same_whichever_scorer_and_trial_finish_first(
+    capsys: pytest.CaptureFixture[str], data_first: bool
+) -> None:
+    """Scorers and trials finish in any order; the line names the first case by id, schema before data."""
+    cases = ["bad-b", "bad-a"]
+    if data_first:  # the data scorer's notes land before rows() runs the schema scorer (same trial keys)
+        for number, case_id in enumerate(cases):
+            observed(data_integrity)(metadata={"case_id": case_id, "trial_key": f"{case_id}-{number}"})
+    results = rows(cases)
+    if not data_first:
+        for item in results:
+            observed(data_integrity)(metadata=item.metadata)
+    _, out = report(results if data_first else results[::-1], capsys)
+    assert table(out)[1].endswith("first: bad-a: main_branch_integrity: main's schema differs from before")
