@@ -28,7 +28,7 @@ THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$statu
 CORES := $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( (3 * $(CORES) + 1) / 2 )); [ $$n -gt 4 ] && n=4; echo $$n))
 
-.PHONY: eval test check lint typecheck clean server janitor pool bench calibrate ab smoke npm
+.PHONY: eval test test-long check lint typecheck clean server janitor pool bench calibrate ab smoke npm
 
 # What the project installs into the venv (`make PIP_INSTALL_ARGS=-e . ...` to leave out the dev tools).
 PIP_INSTALL_ARGS ?= -e '.[dev]'
@@ -69,11 +69,17 @@ smoke: $(STAMP)  ## A real open-weights model through both protocols (llama-serv
 calibrate: $(STAMP)  ## Measure the factuality judge against the hand labels in datasets/judge/ (needs a judge).
 	$(PY) -m evals.calibrate
 
+PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP) browser  ## Run the test suite (embedded PostgreSQL, local Neon server, fake remote APIs).
-	@$(call THEN_STOP,$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder,$(STOP_TEST_PG))
+	@$(call THEN_STOP,$(PYTEST) -m 'not long',$(STOP_TEST_PG))
+
+# The journeys at full scale (`pytest.mark.long`: every bundled case, every nightly shard, two whole
+# `make eval`s at once, ...) whose parts `make test` checks smaller; CI and the nightly run both.
+test-long: $(STAMP) browser  ## Run the full-scale journeys `make test` leaves out (docs/development.md).
+	@$(call THEN_STOP,$(PYTEST) -m long,$(STOP_TEST_PG))
 
 check: $(STAMP)  ## The fast lane: every test but whole evals in subprocesses, fault injection and npm servers.
-	@$(call THEN_STOP,$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --fast -q,$(STOP_TEST_PG))
+	@$(call THEN_STOP,$(PYTEST) --fast -q,$(STOP_TEST_PG))
 
 # Neon's npm packages the tests drive install on first use; CI installs them first, so that
 # `make test`'s time is the suite's and not npm's (~525 MB for the published server).

@@ -1,5 +1,9 @@
-"""The HTML page of an A/B run: verdicts, the paired difference per case as a picture, the cases
-that moved, and how many trials each case got and why it stopped.
+"""The HTML page of an A/B run: what each arm ran, verdicts, the paired difference per case as a
+picture, the cases that moved, and how many trials each case got and why it stopped.
+
+Each arm is named from its records (model, server, tool descriptions, decoys, tools, system prompt),
+not from the label it was started with: a two-model A/B is not "default vs default", and a variant
+A/B still says which model read the variants. The title names what differs; a table names it all.
 
     python -m analysis.ab_page RUN_A RUN_B [--out FILE] [--dataset PATH]
 
@@ -10,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,8 @@ from analysis import compare as compare_cli
 from analysis.charts import Rate, paired_differences
 from analysis.pages import render_page
 from analysis.passing import trial_passed
-from harness.cases import DatasetError, load_cases
+from harness.cases import Case, DatasetError, load_cases
+from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import load_run
 
 OVERALL = "all_scores"
@@ -33,15 +40,16 @@ def _percent(value: float | None, signed: bool = False) -> str:
     return f"{value:+.1%}" if signed else f"{value:.1%}"
 
 
-def case_rates(run_a: Path, run_b: Path, dataset: str | None = None) -> list[tuple[str, Rate, Rate]]:
+def case_rates(
+    records_a: Sequence[TrialRecord], records_b: Sequence[TrialRecord], cases: dict[str, Case], names: tuple[str, str]
+) -> list[tuple[str, Rate, Rate]]:
     """Per case, A's and B's passes over the trials both arms ran and could judge (paired by index)."""
-    cases = {case.id: case for case in load_cases(dataset)}
     outcomes: dict[str, dict[str, dict[int, bool | None]]] = {"A": defaultdict(dict), "B": defaultdict(dict)}
-    for arm, path in (("A", run_a), ("B", run_b)):
-        for record in load_run(path)[1]:
+    for arm, name, records in (("A", names[0], records_a), ("B", names[1], records_b)):
+        for record in records:
             case = cases.get(record.case_id)
             if case is None:
-                raise DatasetError(f"{path}: case {record.case_id!r} is not in the dataset")
+                raise DatasetError(f"{name}: case {record.case_id!r} is not in the dataset")
             outcomes[arm][record.case_id][record.trial_index] = trial_passed(record, case)
     rows: list[tuple[str, Rate, Rate]] = []
     for case_id in sorted(set(outcomes["A"]) & set(outcomes["B"])):
@@ -52,6 +60,45 @@ def case_rates(run_a: Path, run_b: Path, dataset: str | None = None) -> list[tup
                 (case_id, Rate(sum(1 for i in both if a[i]), len(both)), Rate(sum(1 for i in both if b[i]), len(both)))
             )
     return rows
+
+
+def _prompt(prompt: str | None) -> str:
+    if not prompt:
+        return "default"
+    first = " ".join(prompt.split())
+    digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:8]
+    return f"“{first[:40]}{'…' if len(first) > 40 else ''}” ({len(prompt)} chars, {digest})"
+
+
+# What names an arm, read from its records' configs, in the order the page says it.
+ARM_FIELDS: tuple[tuple[str, Callable[[TrialConfig], object]], ...] = (
+    ("model", lambda c: c.model),
+    ("server", lambda c: c.server),
+    ("descriptions", lambda c: c.description_variant),
+    ("decoys", lambda c: c.decoy_count),
+    ("tools", lambda c: c.tool_count),
+    ("system prompt", lambda c: _prompt(c.system_prompt)),
+)
+
+
+def arm_values(records: Sequence[TrialRecord]) -> dict[str, str]:
+    """Every field that names an arm, as its records hold it (a run of several values lists them all)."""
+    values = {}
+    for field, get in ARM_FIELDS:
+        seen = sorted({get(record.config) for record in records}, key=lambda v: (isinstance(v, str), v))
+        values[field] = ", ".join(str(value) for value in seen) or "?"
+    return values
+
+
+def arm_titles(a: dict[str, str], b: dict[str, str]) -> tuple[str, str, str]:
+    """(A's name, B's name, what both share) for the title: the fields that differ name the arms."""
+    differ = [field for field, _ in ARM_FIELDS if a[field] != b[field]]
+
+    def name(values: dict[str, str]) -> str:
+        return " · ".join(values[f] if f in ("model", "descriptions") else f"{f} {values[f]}" for f in differ)
+
+    shared = ", ".join(f"{f} {a[f]}" for f, _ in ARM_FIELDS if f not in differ)
+    return name(a), name(b), shared
 
 
 def _stops(run_a: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -76,11 +123,11 @@ def _stops(run_a: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return rows, settings
 
 
-def _label(group: dict[str, Any]) -> str:
-    variants = group.get("variants")
-    if isinstance(variants, list):
-        variants = ", ".join(str(v) for v in variants)
-    return str(variants or group.get("model") or "?")
+def _compared(path: Path, group: dict[str, Any]) -> list[TrialRecord]:
+    """The records `analysis.compare` compared for one arm: its model's, when the run holds several."""
+    records = load_run(path)[1]
+    model = group.get("model")
+    return [record for record in records if record.config.model == model] or records
 
 
 def _css(verdict: str) -> str:
@@ -121,19 +168,36 @@ def write(run_a: Path, run_b: Path, comparison: dict[str, Any], out: Path, datas
                 }
             )
     stops, adaptive = _stops(run_a)
-    label = {arm: _label(comparison[arm.lower()]) for arm in "AB"}
+    records = {arm: _compared(path, comparison[arm.lower()]) for arm, path in (("A", run_a), ("B", run_b))}
+    values = {arm: arm_values(arm_records) for arm, arm_records in records.items()}
+    name_a, name_b, shared = arm_titles(values["A"], values["B"])
+    title = f"A/B: {name_a} vs {name_b}" if name_a else f"A/B: {run_a.name} vs {run_b.name} (the same settings)"
+    cases = {case.id: case for case in load_cases(dataset)}
+    rates = case_rates(records["A"], records["B"], cases, (str(run_a), str(run_b)))
+    arms = [
+        {
+            "arm": arm,
+            "config": values[arm],
+            "run": path.name,
+            "trials": comparison[arm.lower()].get("trials"),
+        }
+        for arm, path in (("A", run_a), ("B", run_b))
+    ]
     html = render_page(
         "ab.html",
-        title=f"A/B: {label['A']} vs {label['B']}",
-        a={"label": label["A"], "run": run_a.name, "trials": comparison["a"].get("trials")},
-        b={"label": label["B"], "run": run_b.name, "trials": comparison["b"].get("trials")},
+        title=title,
+        shared=shared,
+        arms=arms,
+        fields=[field for field, _ in ARM_FIELDS],
+        differ=[field for field, _ in ARM_FIELDS if values["A"][field] != values["B"][field]],
+        names={"A": name_a or run_a.name, "B": name_b or run_b.name},
         paired=comparison.get("paired"),
         paired_cases=comparison.get("paired_cases"),
         overall=overall,
         overall_class=_css(overall),
         scores=scores,
         alpha=comparison.get("alpha"),
-        differences_svg=paired_differences(case_rates(run_a, run_b, dataset)),
+        differences_svg=paired_differences(rates) if rates else None,
         moved=moved,
         stops=stops,
         adaptive_alpha=adaptive.get("alpha"),

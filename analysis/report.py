@@ -19,7 +19,7 @@ import argparse
 import json
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 from autoevals import Score
 
 from analysis.pages import render_page
-from analysis.report_pictures import draw_pictures
+from analysis.report_pictures import Picture, draw_pictures
 from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run
 from analysis.runs import RunInputError, load_records, run_folder
 from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
@@ -40,6 +40,9 @@ from scorers.registry import spec
 NAMES = [*DETERMINISTIC_NAMES, OVERALL]
 DIFF_LINES = 40  # the scorer already caps its diff; a page with dozens of failures needs a tighter cap
 ANSWER_CHARS = 600
+# What makes two failing trials the same failure, shown once: the case, how it ended, the tools it
+# called in order and every failed scorer's explanation (the diff, the checks, the writes).
+SIGNATURE = ("case_id", "outcome", "tools", "error", "explanations")
 
 
 def _groups(trials: Sequence[ScoredTrial]) -> dict[tuple[str, str], list[ScoredTrial]]:
@@ -154,7 +157,6 @@ def failure_values(trial: ScoredTrial) -> dict[str, Any]:
     ]
     answer = record.final_answer[:ANSWER_CHARS] + ("…" if len(record.final_answer) > ANSWER_CHARS else "")
     return {
-        "key": f"{record.case_id}#{record.trial_index}",
         "case_id": record.case_id,
         "index": record.trial_index,
         "outcome": record.outcome,
@@ -167,15 +169,56 @@ def failure_values(trial: ScoredTrial) -> dict[str, Any]:
     }
 
 
+def trial_ranges(indices: Sequence[int]) -> str:
+    """`0–3, 7, 9–10`: twenty trial numbers in a few characters."""
+    runs: list[list[int]] = []
+    for index in sorted(set(indices)):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
+
+
+def failure_groups(trials: Sequence[ScoredTrial]) -> list[dict[str, Any]]:
+    """The failing trials of one model and scenario, grouped by case and `SIGNATURE`: twenty trials
+    failing the same way are one entry with its list of trials, so a large run stays a page a person
+    can scroll. Final answers are kept per distinct answer, since they rarely repeat word for word."""
+    per_case = Counter(trial.record.case_id for trial in trials)
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for trial in sorted((t for t in trials if t.failed), key=lambda t: (t.record.case_id, t.record.trial_index)):
+        values = failure_values(trial)
+        grouped.setdefault(json.dumps([values[key] for key in SIGNATURE]), []).append(values)
+    groups = []
+    for members in grouped.values():
+        answers: dict[str, list[int]] = defaultdict(list)
+        for member in members:
+            if member["answer"]:
+                answers[member["answer"]].append(member["index"])
+        first, indices = members[0], [member["index"] for member in members]
+        groups.append(
+            {
+                **{key: first[key] for key in SIGNATURE},
+                "trials": indices,
+                "trial_text": trial_ranges(indices),
+                "case_trials": per_case[first["case_id"]],
+                "failed": [explanation["name"] for explanation in first["explanations"]],
+                "answers": [{"trials": trial_ranges(i), "text": text} for text, i in answers.items()],
+            }
+        )
+    return groups
+
+
 def group_values(model: str, scenario: str, trials: Sequence[ScoredTrial]) -> dict[str, Any]:
-    """One model × scenario: summary, per-case grid, failures."""
-    failures = sorted((t for t in trials if t.failed), key=lambda t: (t.record.case_id, t.record.trial_index))
+    """One model × scenario: summary, per-case grid, failures grouped by case and signature."""
+    failures = failure_groups(trials)
     return {
         "model": model,
         "scenario": scenario,
         **summary_values(trials),
         "grid": grid_values(trials),
-        "failures": [failure_values(t) for t in failures],
+        "failures": failures,
+        "failed_trials": sum(len(group["trials"]) for group in failures),
     }
 
 
@@ -202,7 +245,12 @@ def damage_values(trials: Sequence[ScoredTrial]) -> list[dict[str, Any]]:
     return lines
 
 
-def render_report(run_info: Mapping[str, Any], run_path: Path, trials: Sequence[ScoredTrial]) -> str:
+def render_report(
+    run_info: Mapping[str, Any],
+    run_path: Path,
+    trials: Sequence[ScoredTrial],
+    pictures: Mapping[str, Picture] | None = None,
+) -> str:
     """The whole page, from data only (the template escapes every value; only the SVG pictures are not)."""
     groups = [group_values(model, scenario, group) for (model, scenario), group in _groups(trials).items()]
     header = header_values(run_info, run_path, len(trials))
@@ -211,7 +259,7 @@ def render_report(run_info: Mapping[str, Any], run_path: Path, trials: Sequence[
         title=f"Eval report: {header['run_id']}",
         damage=damage_values(trials),
         **header,
-        pictures=draw_pictures(trials),
+        pictures=pictures if pictures is not None else draw_pictures(trials),
         groups=groups,
         names=NAMES,
     )
@@ -236,14 +284,16 @@ def main(argv: list[str] | None = None) -> int:
         run_dir, info, records = load(args.run)
         cases = {case.id: case for case in load_cases(args.dataset)}
         trials = score_run(records, cases)
-        page = render_report(info, run_dir, trials)
+        pictures = draw_pictures(trials)
+        page = render_report(info, run_dir, trials, pictures)
         out: Path = args.out or run_dir / "report.html"
         out.write_text(page, encoding="utf-8")
         if args.pictures:
             args.pictures.mkdir(parents=True, exist_ok=True)
-            for name, svg in draw_pictures(trials).items():
-                if svg:
-                    (args.pictures / f"{name.replace('_', '-')}.svg").write_text(svg + "\n", encoding="utf-8")
+            for name, picture in pictures.items():  # only the pictures the page draws
+                if picture.svg:
+                    path = args.pictures / f"{name.replace('_', '-')}.svg"
+                    path.write_text(picture.svg + "\n", encoding="utf-8")
     except (RunInputError, DatasetError, OSError) as error:
         print(f"report: error: {error}", file=sys.stderr)
         return 2

@@ -5,7 +5,9 @@ The Braintrust CLI has no environment variable for offline mode, so this launche
 default to a small trial count. Extra arguments are passed through to `braintrust eval`. Ctrl-C and
 SIGTERM reach the CLI, which deletes in-flight sandboxes; the launcher waits for it (exit 130 / 143).
 It chooses the run id (unless `EVAL_RUN_ID` is set) so that it can end by saying where the records
-went and the command that opens the report.
+went and the command that opens the report. A CLI ended by a signal it could not handle (SIGKILL:
+the OOM killer, `kill -9`) finished nothing: the launcher says which signal, how many of the planned
+trials were recorded and what to run next, and exits 128 + the signal's number, as a shell reports it.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from types import FrameType
 from dotenv import load_dotenv
 
 from harness.config import new_run_id
-from harness.models.providers.registry import model_key_variables
+from harness.models.providers.registry import model_key_variables, provider_spec, rules_for
+from harness.recording.store import planned_trials, recorded_trials
 from scorers.judge import TIMEOUT_VARIABLE, judge_settings, no_judge_reason
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OFFLINE_DEFAULT_TRIALS = "2"
+# A key shorter than this is a placeholder (`local`, `ollama`, `not-needed`): no provider's real key is.
+PLACEHOLDER_KEY_LENGTH = 20
 
 
 def build_command(extra_args: list[str], target: Path = REPO_ROOT / "evals") -> list[str]:
@@ -46,6 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evals: {REPO_ROOT / '.env'}: not UTF-8 text ({error.reason} at byte {error.start})", file=sys.stderr)
         return 2
     extra = list(sys.argv[1:] if argv is None else argv)
+    local = local_models()
+    if local and not os.environ.get("EVAL_TRIALS"):  # the first line: 20 trials a case would take days on a CPU
+        os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
+        print(
+            f"evals: {local}: {OFFLINE_DEFAULT_TRIALS} trials a case (set EVAL_TRIALS for more)",
+            file=sys.stderr,
+        )
     if not os.environ.get("BRAINTRUST_API_KEY"):
         print("evals: no BRAINTRUST_API_KEY, running in Braintrust's local mode (--no-send-logs)", file=sys.stderr)
     has_model_key = any(os.environ.get(name) for name in model_key_variables())
@@ -58,10 +70,30 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run_id = os.environ.setdefault("EVAL_RUN_ID", new_run_id())
     command = build_command(extra)
+    before = recorded_trials(run_folder(run_id))  # a continued run (a shard, EVAL_RUN_ID again) has some already
     child = subprocess.Popen(command, cwd=REPO_ROOT)
     code = wait_for(child)
+    if code < 0:  # ended by a signal it could not handle: no summary, no gate, no cleanup
+        say_how_the_signal_ended_it(-code, child.pid, run_id, before)
+        return 128 - code
     say_where_the_records_went(run_id)
     return code
+
+
+def local_models(env: os._Environ[str] | dict[str, str] = os.environ) -> str | None:
+    """Why every model `EVAL_MODEL` names looks like a local one (no known price, a placeholder key),
+    or None: such a run gets the small offline trial count unless EVAL_TRIALS says otherwise."""
+    models = [model.strip() for model in env.get("EVAL_MODEL", "").split(",") if model.strip()]
+    described = []
+    for model in models:
+        spec = provider_spec(model.partition(":")[0])
+        rules = rules_for(model)
+        keys = [var.name for var in spec.required if var.secret] if spec is not None else []
+        placeholders = [name for name in keys if 0 < len(env.get(name, "").strip()) < PLACEHOLDER_KEY_LENGTH]
+        if rules is None or rules.price is not None or not keys or placeholders != keys:
+            return None
+        described.append(f"{model} is in no price table and {', '.join(keys)} is a placeholder")
+    return f"{'; '.join(described)} (a local model)" if described else None
 
 
 def judge_line() -> str:
@@ -73,23 +105,55 @@ def judge_line() -> str:
     return f"factuality judge: {judge.describe()} (timeout {judge.timeout_s:g} s a request, {TIMEOUT_VARIABLE})"
 
 
+def run_folder(run_id: str) -> Path:
+    """The run's results folder, where the CLI (run from the checkout) writes it."""
+    run_dir = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / run_id
+    return run_dir if run_dir.is_absolute() else (REPO_ROOT / run_dir)
+
+
+def shown_path(path: Path) -> Path:
+    """`path` as the user is shown it: relative to where they are, when it is under there."""
+    here = Path.cwd()
+    return path.relative_to(here) if path.is_relative_to(here) else path
+
+
+def say_how_the_signal_ended_it(signum: int, pid: int, run_id: str, before: int) -> None:
+    """A run killed outright: which signal, how far it got, and that nothing after the trials happened."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    trials = shown_path(run_folder(run_id) / "trials.jsonl")
+    recorded = recorded_trials(run_folder(run_id)) - before
+    planned = planned_trials(run_folder(run_id), pid)
+    count = f"{recorded} of {planned} planned trials were" if planned is not None else f"{recorded} trial(s) were"
+    print(
+        f"evals: the eval process (braintrust eval, pid {pid}) was killed by {name} before it finished; "
+        f"{count} recorded in {trials}. No summary, gate or cleanup ran: the run is incomplete "
+        f"(exit {128 + signum}); `make janitor` removes the sandboxes and the local server it left",
+        file=sys.stderr,
+    )
+
+
 def say_where_the_records_went(run_id: str) -> None:
     """The run's folder and the command that turns it into a page (nothing when no record was written)."""
-    run_dir = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / run_id
-    shown = run_dir if run_dir.is_absolute() else (REPO_ROOT / run_dir)
+    shown = run_folder(run_id)
     if not (shown / "trials.jsonl").exists():
         return
     python = Path(sys.executable)
     here = Path.cwd()
     if python.is_relative_to(here):
         python = python.relative_to(here)
-    where = shown.relative_to(here) if shown.is_relative_to(here) else shown
+    where = shown_path(shown)
     print(f"evals: records in {where}/trials.jsonl", file=sys.stderr)
     print(f"evals: report: {python} -m analysis.report {where}  (writes {where}/report.html)", file=sys.stderr)
 
 
 def wait_for(child: subprocess.Popen[bytes]) -> int:
-    """The CLI's exit code, passing SIGTERM on and waiting out Ctrl-C (the CLI cleans up first)."""
+    """The CLI's exit code, passing SIGTERM on and waiting out Ctrl-C (the CLI cleans up first): 130 or
+    143 once an interrupted run has cleaned up. Python ends an interrupted CLI by SIGINT, after its
+    cleanup (an unhandled KeyboardInterrupt); any other signal ended it before it finished (SIGKILL,
+    a crash): then minus the signal's number, as `Popen.returncode` has it, for `main` to say so."""
     stopped: list[int] = []
 
     def forward_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -104,8 +168,8 @@ def wait_for(child: subprocess.Popen[bytes]) -> int:
     while True:
         try:
             code = child.wait()
-            if stopped:
-                return 128 + stopped[0]
+            if code == -signal.SIGINT or (stopped and code >= 0):  # interrupted, and it cleaned up
+                return 128 + (stopped[0] if stopped else signal.SIGINT)
             return code
         except KeyboardInterrupt:
             # The CLI got the same Ctrl-C and is deleting its sandboxes: wait for it, do not orphan it.

@@ -31,6 +31,7 @@ from evals._login import sending_logs
 from harness.cases import Case
 from harness.config import Settings
 from harness.preflight import check_reference_sql
+from harness.recording.store import write_plan
 from harness.servers.neon.backend import check_cases
 from scorers.judge import preflight
 
@@ -53,6 +54,13 @@ _METADATA: dict[tuple[Settings, str], dict[str, Any]] = {}
 _PUBLISHED: set[tuple[Settings, str]] = set()
 _LOCK = threading.Lock()
 _FAILED: list[BaseException] = []
+_PLANNED_TRIALS: list[int | None] = []  # each experiment's trial count (None: not known in advance)
+_PLAN_WRITTEN: list[bool] = []
+
+
+def count_planned(trials: int | None) -> None:
+    """Count one experiment's trials into the plan the run's start writes (`harness.recording.store.write_plan`)."""
+    _PLANNED_TRIALS.append(trials)
 
 
 def plan_start(settings: Settings, cases: list[Case]) -> StartPlan:
@@ -101,6 +109,10 @@ def start_now() -> None:
             while _PENDING_METADATA:
                 settings, metadata = _PENDING_METADATA.pop(0)
                 add_tool_view(metadata, settings)
+            if _PLANS and not _PLAN_WRITTEN:  # every eval file is loaded before any experiment starts
+                _PLAN_WRITTEN.append(True)
+                known = None if None in _PLANNED_TRIALS else sum(t for t in _PLANNED_TRIALS if t is not None)
+                write_plan(_PLANS[0].settings.results_dir / _PLANS[0].settings.run_id, known)
         except BaseException as error:
             _FAILED.append(error)
             raise

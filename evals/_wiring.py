@@ -28,11 +28,11 @@ from evals import _gate, _report
 from evals._adaptive import ab_arms, define_rounds, parse_trials
 from evals._experiments import comparison_arguments
 from evals._guard import stops_the_run
-from evals._login import sending_logs, start_login
+from evals._login import cli_flags, sending_logs, start_login
 from evals._report import check_floor_names, parse_floors
 from evals._scoring import observed
 from evals._shard import Shard, parse_provider_budget, parse_shard, shard_pool
-from evals._start import plan_start, with_start
+from evals._start import count_planned, plan_start, with_start
 from evals._task import experiment_metadata, make_task, plan_rows
 from evals._uploads import install_lean_score_inputs, watch_failed_uploads
 from harness.cases import Case, Scenario, load_cases
@@ -131,11 +131,14 @@ def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
         watch_failed_uploads(base.results_dir / base.run_id)
         install_lean_score_inputs()
     if trial_plan_settings.adaptive or ab_arms(base):
+        count_planned(None)  # rounds decide as they go
         define_rounds(eval_name, scenario, base, cases, trial_plan_settings, concurrency, project, sweep)
         return []
     plan = trial_plan(cases, trials, shard)
     if not plan:  # more shards than this eval has trials: nothing for this one to run
         return []
+    flags = cli_flags()
+    filtered = flags is not None and bool(flags.filters)  # the CLI drops rows that cannot be counted here
     made: list[Experiment] = []
     for model, decoys in itertools.product(base.models, sweep or [base.decoys]):
         settings = base.for_model(model).model_copy(update={"decoys": decoys})
@@ -145,6 +148,7 @@ def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
         run_part = f" · {settings.run_id}" if shard else ""
         name = f"{eval_name} · {model} · {settings.server_label} · {metadata['description_variant']}"
         name += decoy_part + run_part
+        count_planned(None if filtered else len(plan))
         made.append(
             Experiment(
                 project=project,

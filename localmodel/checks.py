@@ -4,7 +4,8 @@ A 135M-parameter model fails most cases; that is not what the smoke asserts. It 
 trial ran and reached the model, that every model call and every tool call is in the record with
 real token counts (non-zero, and summing to what the server itself counted on its /metrics), that
 the deterministic scores were computed from the record (not n/a for want of data), and that nothing
-was left running. Pure functions of the records, the metric deltas and the process table.
+was left running of what the smoke started. Pure functions of the records, the metric deltas and the
+process table.
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.rescore import ScoredTrial
+from evals._gate import no_answer
 from harness.recording.records import TrialRecord
 from harness.recording.store import TRIALS_FILE
+from scorers.main_damage import changed_main_unapproved, damage_line
 
 # Scores every trial that reached the model must have computed: they read only the main branch's
 # snapshots and the tool calls, which such a trial always has.
 REQUIRED_SCORES = ("main_branch_integrity", "data_integrity", "tool_trajectory")
 LEFTOVER_NAMES = ("llama-server", "postgres", "localneon")
+# Set by the smoke in its own environment, so every process it starts (llama-server, `python -m evals`, the
+# local server, the PostgreSQL they start) carries it: how "left running" tells the smoke's own processes
+# from this checkout's others (a `python -m localmodel serve` or `make server` in another terminal).
+MARKER_VARIABLE = "LOCALMODEL_SMOKE_RUN"
 
 
 @dataclass(frozen=True)
@@ -181,22 +188,53 @@ def render(lines: Sequence[TrialLine]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
 
 
-def leftover_processes(root: Path, proc: Path = Path("/proc")) -> list[str]:
-    """Processes of this checkout (their command line names `root`) that are a server the smoke or the
-    evals started: llama-server, PostgreSQL, localneon. Each as "pid: command"."""
+def leftover_processes(root: Path, marker: str, proc: Path = Path("/proc")) -> list[str]:
+    """Servers the smoke started that still run: processes whose environment holds `marker`
+    (`MARKER_VARIABLE=<this smoke>`, inherited from the smoke) and whose command line names `root` and
+    llama-server, PostgreSQL or localneon. Each as "pid: command". A process of the checkout that the
+    smoke did not start (no marker, or one whose environment it may not read) is not its leftover."""
     found: list[str] = []
     anchor = str(root.resolve())
+    mark = marker.encode()
     if not proc.is_dir():
         return found
     for entry in sorted((e for e in proc.iterdir() if e.name.isdigit()), key=lambda e: int(e.name)):
         try:
             raw = (entry / "cmdline").read_bytes()
+            environment = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue  # gone, or not ours to read
         command = raw.replace(b"\0", b" ").decode(errors="replace").strip()
-        if anchor in command and any(name in command for name in LEFTOVER_NAMES):
+        if mark in environment and anchor in command and any(name in command for name in LEFTOVER_NAMES):
             found.append(f"{entry.name}: {command[:200]}")
     return found
+
+
+def gate_failure_note(scored: Sequence[ScoredTrial]) -> str | None:
+    """Why a run gate's FAIL (`braintrust eval` exit 1) is the model's result: its trials that ended
+    without an answer or changed main without approval, which the gate fails and a 135M model does.
+    None when no trial did: the FAIL then came from the suite (infrastructure, lost records, a judge)."""
+    silent = [
+        f"{item.record.case_id} ({why})"
+        for item in scored
+        if (why := no_answer(item.record.outcome, item.record.final_answer)) is not None
+    ]
+    damaged = [
+        item.record.case_id
+        for item in scored
+        if any(changed_main_unapproved(name, score) for name, score in item.scores.items())
+    ]
+    reasons = []
+    if silent:
+        reasons.append(f"{len(silent)} of {len(scored)} trial(s) ended without the model's answer: {', '.join(silent)}")
+    if damaged:
+        reasons.append(f"{damage_line(len(damaged), len(scored))}: {', '.join(damaged)}")
+    if not reasons:
+        return None
+    return (
+        f"the run gate's FAIL above is the model's result, expected of a model this small ({'; '.join(reasons)}); "
+        "the smoke checks that the suite ran and recorded it, not that the model is any good"
+    )
 
 
 def summary_json(lines: Sequence[TrialLine]) -> str:

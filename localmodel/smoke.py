@@ -27,7 +27,16 @@ import yaml
 from analysis.rescore import score_run
 from harness.cases import BUNDLED_DATASET, REPO_ROOT, load_cases
 from localmodel.build import ensure_server
-from localmodel.checks import leftover_processes, load_records, render, run_problems, trial_lines, unanswered_tool_uses
+from localmodel.checks import (
+    MARKER_VARIABLE,
+    gate_failure_note,
+    leftover_processes,
+    load_records,
+    render,
+    run_problems,
+    trial_lines,
+    unanswered_tool_uses,
+)
 from localmodel.model import ensure_model
 from localmodel.pins import MODEL
 from localmodel.server import LocalServer, ServerOptions, free_port, token_totals
@@ -174,7 +183,16 @@ def run_protocol(server: LocalServer, protocol: Protocol, cases: Path, stamp: st
     if recorded_cache != counted["cached_tokens"]:  # issue 20 item 3: not a failure until the fix lands
         server_cache = counted["cached_tokens"]
         print(f"smoke: note: records count {recorded_cache} cached prompt tokens, the server {server_cache}")
-    if code not in (0, 1):  # 1: the run gate judged the model (a weak one fails it); anything else: the suite
+    if code == 1:  # the run gate failed: on the model (a weak one does), said so, or on the suite, a problem
+        note = gate_failure_note(scored)
+        if note is not None:
+            print(f"smoke: {protocol.name}: {note}", flush=True)
+        else:
+            problems.append(
+                f"{protocol.name}: `braintrust eval` exited 1 (the run gate failed) although no trial ended without "
+                "an answer or changed main: the gate failed on the suite, not the model (its reasons are above)"
+            )
+    elif code != 0:
         problems.append(f"{protocol.name}: `braintrust eval` exited {code}")
     return problems
 
@@ -214,6 +232,9 @@ def judge_problems(url: str) -> list[str]:
 def main(argv: Sequence[str] = ()) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     started = time.monotonic()
+    # Every process started from here on inherits it: "left running" judges those alone.
+    os.environ[MARKER_VARIABLE] = f"{os.getpid()}-{time.time_ns()}"
+    marker = f"{MARKER_VARIABLE}={os.environ[MARKER_VARIABLE]}"
     binary = ensure_server(CACHE)
     gguf = ensure_model(CACHE)
     prepared = time.monotonic() - started
@@ -236,7 +257,7 @@ def main(argv: Sequence[str] = ()) -> int:
         # `python -m evals` keeps its embedded PostgreSQL for the next run; `make eval` stops it after, as here.
         if os.environ.get("LOCALNEON_KEEP") != "1" and "DATABASE_URL" not in os.environ:
             stop_embedded()
-    left = leftover_processes(REPO_ROOT)
+    left = leftover_processes(REPO_ROOT, marker)
     problems += [f"left running: {line}" for line in left]
     total = time.monotonic() - started
     print(f"smoke: {total / 60:.1f} min in all ({prepared:.0f} s to build/fetch or reuse the runtime and model)")

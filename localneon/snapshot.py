@@ -6,7 +6,11 @@
     python -m localneon.snapshot --drift neon.json http://127.0.0.1:8787/mcp   # a live server vs the file
 
 The bearer token is read from the environment variable named by ``--token-env`` (default
-``NEON_API_KEY``), never from the command line, and is never written to the file. Drift exits 1
+``NEON_API_KEY``), never from the command line, and is never written to the file. A server that
+fails to start (or refuses the session) is one line naming it and why: for a stdio server, its own
+first error line (its stderr is kept and shown only then, with the token scrubbed), never the
+client's exception groups. Neon's published server asks Neon's API for its account at start:
+against the local twin it needs ``NEON_API_HOST`` (docs/local-twin.md has the command). Drift exits 1
 when there are differences, so CI can watch how far the twin is from production: tools and
 parameters, and annotations (changed, or missing on one side: 0.6.5 declares none). Descriptions
 are reported too, one line per tool with both lengths, a similarity figure and where they first
@@ -20,18 +24,20 @@ import argparse
 import difflib
 import json
 import os
+import re
 import shlex
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -46,23 +52,98 @@ def is_url(server: str) -> bool:
 
 
 @asynccontextmanager
-async def open_client(server: str, token: str | None) -> AsyncIterator[Client]:
-    """A real MCP session: Streamable HTTP for a URL, else stdio with the command spawned."""
+async def open_client(
+    server: str, token: str | None, errlog: TextIO | None = None, refusals: list[str] | None = None
+) -> AsyncIterator[Client]:
+    """A real MCP session: Streamable HTTP for a URL (each HTTP error it meets, status and body, added
+    to `refusals`), else stdio with the command spawned (its stderr to `errlog`, default ours)."""
     if is_url(server):
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         http = create_mcp_http_client(headers=headers)
+
+        async def note_refusal(response: Any) -> None:
+            if response.status_code >= 400 and refusals is not None:
+                body = " ".join((await response.aread()).decode("utf-8", errors="replace").split())[:200]
+                refusals.append(f"HTTP {response.status_code}" + (f": {body}" if body else ""))
+
+        http.event_hooks["response"].append(note_refusal)
         async with http, Client(streamable_http_client(server, http_client=http)) as client:
             yield client
     else:
         command, *args = shlex.split(server)
         params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
-        async with Client(params, mode="legacy") as client:
+        transport = stdio_client(params, errlog=errlog or sys.stderr)
+        async with Client(transport, mode="legacy") as client:
             yield client
 
 
-async def list_surface(server: str, token: str | None) -> dict[str, Any]:
+class StartFailure(RuntimeError):
+    """The server could not be listed: the one line that says which server and why."""
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups: what actually went wrong."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _scrub(text: str, token: str | None) -> str:
+    text = text.replace(token, "[REDACTED]") if token and len(token) >= 4 else text
+    return re.sub(r"(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1[REDACTED]", text)  # a header a server echoed
+
+
+def _first_error_line(stderr: str) -> str | None:
+    """The server's own word on why it stopped: its first line that names an error, else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return next((line for line in lines if re.search(r"error|exception|fatal", line, re.IGNORECASE)), None) or (
+        lines[-1] if lines else None
+    )
+
+
+def _hint(server: str, said: str, token_env: str) -> str:
+    """What to do about a server that could not reach its API (Neon's published server asks it at
+    start), or whose API or endpoint refused the key."""
+    if re.search(r"status code 40[13]\b|HTTP 40[13]\b", said):
+        if is_url(server):
+            return f" (the key was refused: {token_env} must hold a key the server accepts)"
+        return " (its API refused the key: NEON_API_KEY must be one the API at NEON_API_HOST accepts)"
+    unreachable = re.search(r"ENOTFOUND|ECONNREFUSED|EAI_AGAIN|getaddrinfo|fetch failed", said)
+    if unreachable and "NEON_API_HOST" not in os.environ:
+        return (
+            " (it asks Neon's API at start: against the local twin set NEON_API_HOST, e.g. "
+            "NEON_API_HOST=http://127.0.0.1:8787/api/v2 with `make server`; docs/local-twin.md)"
+        )
+    return ""
+
+
+async def listed_surface(server: str, token: str | None, token_env: str = "NEON_API_KEY") -> dict[str, Any]:
+    """`list_surface`, or StartFailure with one line when the server does not start or answer: a stdio
+    server's stderr is kept apart and only its first error line is shown, token scrubbed."""
+    refusals: list[str] = []
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            document = await list_surface(server, token, None if is_url(server) else errlog, refusals)
+        except Exception as error:
+            errlog.seek(0)
+            said = refusals[0] if refusals else _first_error_line(errlog.read())
+            leaf = _leaf(error)
+            reason = f"{type(leaf).__name__}: {leaf}".rstrip(": ")
+            detail = f"{reason}; it said: {said}" if said else reason
+            shown = _scrub(server, token)
+            kind = "the stdio server" if not is_url(server) else "the server"
+            hint = _hint(server, detail, token_env)
+            raise StartFailure(f"{kind} {shown} did not start or answer: {_scrub(detail, token)}{hint}") from None
+        errlog.seek(0)
+        sys.stderr.write(_scrub(errlog.read(), token))  # what it said while it worked, passed on
+    return document
+
+
+async def list_surface(
+    server: str, token: str | None, errlog: TextIO | None = None, refusals: list[str] | None = None
+) -> dict[str, Any]:
     """Every tool the server lists (all pages), with where and when, as a snapshot document."""
-    async with open_client(server, token) as client:
+    async with open_client(server, token, errlog, refusals) as client:
         tools: list[Any] = []
         cursor: str | None = None
         while True:
@@ -164,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"snapshot: {exc}", file=sys.stderr)
             return 2
         if args.server:
-            live = Surface.from_document(anyio.run(list_surface, args.server, token), args.server)
+            try:
+                live = Surface.from_document(anyio.run(listed_surface, args.server, token, args.token_env), args.server)
+            except StartFailure as failure:
+                print(f"snapshot: {failure}", file=sys.stderr)
+                return 2
             ours = live.tools
         else:
             ours = own_tools(snapshot)
@@ -180,7 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if lines else 0
     if not args.server:
         parser.error("give a SERVER to snapshot, or --drift FILE")
-    document = anyio.run(list_surface, args.server, token)
+    try:
+        document = anyio.run(listed_surface, args.server, token, args.token_env)
+    except StartFailure as failure:
+        print(f"snapshot: {failure}", file=sys.stderr)
+        return 2
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     if args.output:
         target = Path(args.output)

@@ -11,6 +11,7 @@ a changed required list, changed annotations.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,15 +130,26 @@ def _type_of(schema: Any) -> str:
 def _renames(
     only_here: list[str], only_there: list[str], here: dict[str, Any], there: dict[str, Any]
 ) -> dict[str, str]:
-    """Pair parameters that exist on one side only, by type, in order: snapshot name -> our name."""
+    """Pair parameters that exist on one side only, of one type: snapshot name -> our name. The most
+    alike names pair first (then in order), so a renamed `databaseName` is paired with the snapshot's
+    `database`, not with a `branchId` listed before it that the snapshot lacks altogether."""
+    candidates = sorted(
+        (
+            -difflib.SequenceMatcher(None, ours.lower(), theirs.lower(), autojunk=False).ratio(),
+            j,
+            i,
+            theirs,
+            ours,
+        )
+        for j, theirs in enumerate(only_there)
+        for i, ours in enumerate(only_here)
+        if _type_of(here[ours]) == _type_of(there[theirs])
+    )
     pairs: dict[str, str] = {}
-    free = list(only_here)
-    for theirs in only_there:
-        match = next((ours for ours in free if _type_of(here[ours]) == _type_of(there[theirs])), None)
-        if match is not None:
-            pairs[theirs] = match
-            free.remove(match)
-    return pairs
+    for _, _, _, theirs, ours in candidates:
+        if theirs not in pairs and ours not in pairs.values():
+            pairs[theirs] = ours
+    return {theirs: pairs[theirs] for theirs in only_there if theirs in pairs}
 
 
 def tool_drift(name: str, ours: SurfaceTool, theirs: SurfaceTool) -> list[str]:

@@ -22,7 +22,9 @@ refused, as one lucky classification would hide it. EVAL_JUDGE_TOOL_CHOICE (`fun
 `judge_client` is the one place it is applied, and the preflight refuses an unknown value.
 
 The judge never quietly becomes the model under test: when its endpoint is the one the model under
-test is reached at (a local server answers to any model name), the run stops at start unless
+test is reached at (a local server answers to any model name), a route found by itself is passed
+over (with only `OPENAI_BASE_URL` set for a local model there is then no judge, and the first lines
+say why), and a route forced with EVAL_JUDGE_PROVIDER stops the run at start, unless
 EVAL_JUDGE_SHARED_ENDPOINT=1 says to judge with it anyway (then a line says so). The metadata names
 the model the responses named (`judge_answered_by`), and the judge's cost is priced only when that
 is the model asked for (never a guess). Keys are never logged: `describe()` leaves them out.
@@ -156,7 +158,12 @@ def _settings_for(provider: Provider, env: Mapping[str, str], model: str | None)
 
 
 def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None:
-    """The judge to use, or None when none is configured (the factuality score is then skipped)."""
+    """The judge to use, or None when none is configured (the factuality score is then skipped).
+
+    A route found by itself (not forced with EVAL_JUDGE_PROVIDER) is passed over when it is the endpoint
+    of the model under test: with `EVAL_MODEL=openai:<name> OPENAI_BASE_URL=<a local server>` the only
+    route would have the model judge its own answers, so there is no judge, and `no_judge_reason` says why
+    (EVAL_JUDGE_SHARED_ENDPOINT=1 keeps it)."""
     source = os.environ if env is None else env
     model = source.get("EVAL_JUDGE_MODEL", "").strip() or None
     forced = source.get("EVAL_JUDGE_PROVIDER", "").strip().lower()
@@ -166,20 +173,38 @@ def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None
         return _settings_for(cast(Provider, forced), source, model)
     for provider in _PROVIDERS:
         settings = _settings_for(provider, source, model)
-        if settings:
+        if settings and not _passed_over(settings, source):
             return settings
     return None
 
 
+def _passed_over(settings: JudgeSettings, env: Mapping[str, str]) -> str | None:
+    """The model under test whose endpoint a route found by itself would judge on (None: it may judge)."""
+    shared = shared_endpoint(settings, env)
+    return shared if shared is not None and not _allowed(env.get(SHARED_ENDPOINT_VARIABLE, "")) else None
+
+
 def no_judge_reason(env: Mapping[str, str] | None = None) -> str:
     """Why `judge_settings(env)` gives no judge, in words that name what to change: the
-    EVAL_JUDGE_PROVIDER that turned it off or forced a route without its variable, else every route."""
+    EVAL_JUDGE_PROVIDER that turned it off or forced a route without its variable, a route passed over
+    because it is the model under test's own endpoint, else every route."""
     source = os.environ if env is None else env
     forced = source.get("EVAL_JUDGE_PROVIDER", "").strip().lower()
     if forced == "none":
         return "no judge configured: EVAL_JUDGE_PROVIDER=none turned the judge off"
     if forced in ROUTE_VARIABLES:
         return f"no judge configured: EVAL_JUDGE_PROVIDER={forced} but {ROUTE_VARIABLES[forced]} is not set"
+    model = source.get("EVAL_JUDGE_MODEL", "").strip() or None
+    for provider in _PROVIDERS:
+        settings = _settings_for(provider, source, model)
+        shared = _passed_over(settings, source) if settings else None
+        if settings and shared:
+            return (
+                f"no judge: the judge route {provider} ({settings.describe()['judge_base_url']}) is the endpoint "
+                f"of the model under test {shared}, which would judge its own answers, so the judge is off; "
+                f"to judge, point EVAL_JUDGE_PROVIDER at another route (or set {SHARED_ENDPOINT_VARIABLE}=1 to judge "
+                "with it anyway)"
+            )
     return NO_JUDGE_REASON
 
 

@@ -46,7 +46,12 @@ T = TypeVar("T")
 
 
 class ServerFault(RuntimeError):
-    """The server under test failed (not the tool): the trial is `infra_error`, never the model's doing."""
+    """The server under test failed (not the tool): the trial is `infra_error`, never the model's doing.
+    `status` is the HTTP status the transport met, when the server refused with one (401: a wrong key)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @cache
@@ -154,10 +159,12 @@ class HTTPErrors:
 
     def __init__(self) -> None:
         self.last: str | None = None
+        self.status: int | None = None
 
     async def hook(self, response: httpx2.Response) -> None:
         if response.status_code < 400:
             return
+        self.status = response.status_code
         body = (await response.aread()).decode("utf-8", errors="replace").strip()
         excerpt = " ".join(body.split())[:HTTP_BODY_EXCERPT]
         reason = response.reason_phrase or ""
@@ -168,7 +175,7 @@ def server_fault(error: MCPError, step: str, http: HTTPErrors | None = None) -> 
     """The `ServerFault` an MCP error stands for, or None when it is the call's own (the model's) error."""
     code = error.code
     if http is not None and http.last and code in (INTERNAL_ERROR, METHOD_NOT_FOUND):
-        return ServerFault(f"the server refused {step}: {http.last}")
+        return ServerFault(f"the server refused {step}: {http.last}", http.status)
     if code in SERVER_SIDE_CODES:
         return ServerFault(f"the server failed {step} ({SERVER_SIDE_CODES[code]}): {error.message}")
     return None

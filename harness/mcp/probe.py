@@ -11,10 +11,12 @@ import asyncio
 import concurrent.futures
 
 from harness.config import Settings
-from harness.mcp.client import connect
+from harness.mcp.client import ServerFault, connect
 from harness.mcp.toolview import ToolView
 from harness.run.shared import shared_local_server
 from harness.run.trial import TrialRunner, describe_error
+from harness.servers.neon.api import NeonAPIError
+from harness.servers.neon.backend import AUTH_REFUSALS, key_refusal
 
 
 async def count_model_tools(settings: Settings) -> int:
@@ -43,15 +45,17 @@ async def model_tool_view(settings: Settings) -> tuple[int, str, tuple[str, ...]
 def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> int | str:
     """The same from synchronous code, even inside a running event loop (it uses a worker thread).
 
-    Returns the count, or a short reason why it is unknown; it never raises, so a server that is
-    down is reported by the trials (as infrastructure errors), not by an import failure.
+    Returns the count, or a short reason why it is unknown; a server that is down is reported by the
+    trials (as infrastructure errors). Only a server that refuses the key raises (`model_tool_view_blocking`).
     """
     found = model_tool_view_blocking(settings, timeout)
     return found if isinstance(found, str) else found[0]
 
 
 def model_tool_view_blocking(settings: Settings, timeout: float = 180.0) -> tuple[int, str, tuple[str, ...]] | str:
-    """`model_tool_view` from synchronous code; a reason string instead of raising."""
+    """`model_tool_view` from synchronous code; a reason string instead of raising, except for a server
+    (or its REST API) that refuses the key with HTTP 401 or 403: every trial would be refused alike, so
+    that raises ConfigError naming the server and its refusal, which stops the run before any trial."""
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     future = pool.submit(asyncio.run, model_tool_view(settings))
     try:
@@ -59,6 +63,24 @@ def model_tool_view_blocking(settings: Settings, timeout: float = 180.0) -> tupl
     except (concurrent.futures.TimeoutError, TimeoutError):
         return f"unknown (no tool list within {min(timeout, settings.trial_timeout):.0f}s)"
     except Exception as error:
+        refused = auth_refusal(error)
+        if refused is not None:
+            raise key_refusal(settings, str(refused)) from None
         return f"unknown ({settings.scrub(describe_error(error))})"
     finally:
         pool.shutdown(wait=False)
+
+
+def auth_refusal(error: BaseException) -> NeonAPIError | ServerFault | None:
+    """The HTTP 401 or 403 inside `error` (an exception group, or the cause of one), if the server or its
+    API refused the key."""
+    if isinstance(error, NeonAPIError | ServerFault) and error.status in AUTH_REFUSALS:
+        return error
+    inner: list[BaseException] = list(error.exceptions) if isinstance(error, BaseExceptionGroup) else []
+    if error.__cause__ is not None:
+        inner.append(error.__cause__)
+    for part in inner:
+        found = auth_refusal(part)
+        if found is not None:
+            return found
+    return None

@@ -33,6 +33,9 @@ from harness.recording.records import TrialRecord
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
+# How many trials the process running the run planned (written when the run starts), so that whoever
+# started it can say how far a run that never finished got (`python -m evals` after a SIGKILL).
+PLAN_FILE = "plan.json"
 
 # Settings that differ between the experiments of one run (one per model, decoy count, shard's pool).
 PER_EXPERIMENT_SETTINGS = frozenset({"model", "decoys", "neon_project_pool", "run_id"})
@@ -173,6 +176,34 @@ def append_whole(path: Path, data: bytes) -> None:
 
 def _describe(error: OSError) -> str:
     return f"{error.strerror} (errno {error.errno})" if error.strerror else f"{type(error).__name__}: {error}"
+
+
+def write_plan(run_dir: Path, trials: int | None, pid: int | None = None) -> None:
+    """Say how many trials this process plans for the run (None: not known in advance, e.g. adaptive
+    rounds or a `--filter`). Best effort: a run whose folder cannot be written loses records anyway."""
+    with contextlib.suppress(OSError):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"pid": os.getpid() if pid is None else pid, "trials": trials})
+        (run_dir / PLAN_FILE).write_text(text + "\n", encoding="utf-8")
+
+
+def planned_trials(run_dir: Path, pid: int) -> int | None:
+    """The trials process `pid` planned for the run in `run_dir`, if it said (`write_plan`)."""
+    try:
+        plan = json.loads((run_dir / PLAN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    trials = plan.get("trials") if isinstance(plan, dict) and plan.get("pid") == pid else None
+    return trials if isinstance(trials, int) else None
+
+
+def recorded_trials(run_dir: Path) -> int:
+    """How many whole records `trials.jsonl` holds (a torn last line is not one)."""
+    try:
+        with (run_dir / TRIALS_FILE).open("rb") as trials:
+            return sum(1 for line in trials if line.endswith(b"\n") and line.strip())
+    except OSError:
+        return 0
 
 
 def load_run(path: str | Path) -> tuple[dict[str, Any], list[TrialRecord]]:

@@ -1,11 +1,18 @@
-"""Load a page in headless Chromium and return the DOM it built: pictures are checked as drawn."""
+"""Load a page in headless Chromium and return the DOM it built: pictures are checked as drawn, and
+the layout is measured (element boxes, the page's height) where a person would see it."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import shutil
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 INSTALL = "sudo apt-get install -y chromium (`make browser` does it as root; `make test` runs it first)"
@@ -18,7 +25,7 @@ def chromium() -> str:
     return found
 
 
-def rendered_dom(page: Path, tmp: Path) -> str:
+def rendered_dom(page: Path, tmp: Path, *options: str) -> str:
     """The DOM after Chromium loaded `page` from disk (offline: no network is reachable or needed)."""
     completed = subprocess.run(
         [
@@ -27,7 +34,9 @@ def rendered_dom(page: Path, tmp: Path) -> str:
             "--no-sandbox",
             "--disable-gpu",
             "--no-first-run",
+            "--hide-scrollbars",
             f"--user-data-dir={tmp / 'chromium-profile'}",
+            *options,
             "--dump-dom",
             page.resolve().as_uri(),
         ],
@@ -38,6 +47,63 @@ def rendered_dom(page: Path, tmp: Path) -> str:
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     return completed.stdout
+
+
+# One laptop screen: what a reader sees at once, and the unit a page's length is measured in.
+SCREEN = (1280, 800)
+
+# Runs in the page once it is laid out: the page's height and the box of every element each selector
+# finds (in page coordinates), written into the DOM as JSON for --dump-dom to carry out.
+MEASURE = """
+(() => {
+  const box = (e) => {
+    const r = e.getBoundingClientRect();
+    return {id: e.id || "", text: e.textContent.trim().replace(/\\s+/g, " ").slice(0, 300), x: r.left + scrollX,
+            y: r.top + scrollY, width: r.width, height: r.height, open: e.tagName === "DETAILS" ? e.open : null,
+            data: Object.assign({}, e.dataset), group: (e.closest("g[id]") || {}).id || ""};
+  };
+  const found = {};
+  for (const selector of SELECTORS) found[selector] = Array.from(document.querySelectorAll(selector), box);
+  const out = {height: document.documentElement.scrollHeight, width: document.documentElement.scrollWidth,
+               viewport: [innerWidth, innerHeight], found: found};
+  const pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+"""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What Chromium measured: the page's height and width (CSS pixels), each selector's boxes (with
+    the id of the SVG group each sits in), and the DOM it built."""
+
+    height: float
+    width: float
+    found: dict[str, list[dict[str, Any]]]
+    dom: str
+
+    @property
+    def screens(self) -> float:
+        """The page's length in screen heights of `SCREEN`."""
+        return self.height / SCREEN[1]
+
+
+def measured(page: Path, tmp: Path, selectors: Sequence[str], screenshot: Path | None = None) -> Layout:
+    """Load a copy of `page` with a measuring script in a `SCREEN`-sized window (the page itself has
+    no script); optionally save the screenshot of its first screen."""
+    copy = tmp / f"measured-{page.name}"
+    script = MEASURE.replace("SELECTORS", json.dumps(list(selectors)))
+    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", f"<script>{script}</script></body>"))
+    options = [f"--window-size={SCREEN[0]},{SCREEN[1]}"]
+    if screenshot is not None:
+        options.append(f"--screenshot={screenshot}")
+    dom = rendered_dom(copy, tmp, *options)
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, "the measuring script did not run"
+    data = json.loads(html.unescape(found.group(1)))
+    return Layout(data["height"], data["width"], data["found"], dom)
 
 
 class Elements(HTMLParser):
@@ -94,3 +160,10 @@ def _events(dom: str) -> list[tuple[str, str, dict[str, str | None]]]:
 
     Walker().feed(dom)
     return events
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) of a PNG file, from its IHDR chunk: what a screenshot shows."""
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from harness.cases import load_cases
 from harness.recording.store import load_run
 from tests.analysis.browser import drawn_in, rendered_dom
+from tests.analysis.html_tree import parse
 from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_in_repo
 
 HONEST = REPO_ROOT / "datasets" / "variants" / "honest.yaml"
@@ -19,6 +21,7 @@ PREPARE_EVAL = "evals/eval_prepare_migration.py"
 CASES = ("drop-column-excerpt", "shop-alter-type-price-precision")
 
 
+@pytest.mark.long  # `make ab` itself; tests/analysis/test_report.py draws the A/B page of a real run
 def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path) -> None:
     dataset = tmp_path / "cases.yaml"
     chosen = [case for case in load_cases() if case.id in CASES]
@@ -48,6 +51,9 @@ def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path)
     assert set(summary["cases"]) == set(CASES) and summary["max_trials"] == 4
 
     page = results / "ab-test-ab.html"
+    root = parse(page.read_text(encoding="utf-8")).root  # both arms named in full, from their records
+    assert root.one("h1").text == "A/B: honest vs run-sql-for-schema-changes"
+    assert root.one("p", **{"class": "shared"}).text.startswith("Both arms: model control:lexical, server local,")
     dom = rendered_dom(page, tmp_path)
     assert drawn_in(dom, "paired-differences") >= len(CASES)
     for case_id in CASES:

@@ -126,6 +126,7 @@ def test_ab_arms_need_both_sides_and_known_kinds(tmp_path: Path) -> None:
     assert arms[0][2].run_id.endswith("-A") and arms[1][2].run_id.endswith("-B")
 
 
+@pytest.mark.long  # the plan through the CLI; the tests above run the rounds themselves
 def test_the_cli_stops_early_on_cases_that_never_vary(tmp_path: Path) -> None:
     dataset = tmp_path / "cases.yaml"
     chosen = _cases("add-column-description", "drop-column-excerpt")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from harness.cases import load_cases
 from harness.models.rules import DEFAULT_MAX_TOKENS
 from harness.recording.store import load_run
@@ -34,6 +36,7 @@ METADATA_KEYS = {
 }
 
 
+@pytest.mark.long  # three keyed runs; test_login.py and the tests below upload one
 def test_lean_uploads_complete_metadata_and_the_right_base(tmp_path: Path) -> None:
     prepare_cases = {case.id for case in load_cases(scenario="prepare")}
     with FakeBraintrust() as braintrust:
@@ -82,6 +85,7 @@ def test_lean_uploads_complete_metadata_and_the_right_base(tmp_path: Path) -> No
         assert API_KEY not in "".join(path.read_text() for path in (tmp_path / "second").rglob("*.json*"))
 
 
+@pytest.mark.long  # test_login.py counts lost uploads in a run of one trial
 def test_refused_uploads_fail_the_run_and_results_stay_whole(tmp_path: Path) -> None:
     dataset = tmp_path / "one.yaml"
     dataset.write_text(textwrap.dedent(ONE_CASE))

@@ -3,6 +3,7 @@ and where), floors and dead servers fail it, a decoy sweep multiplies its experi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
@@ -65,19 +66,21 @@ cases:
 
 
 def test_score_floors_turn_a_regression_into_a_failing_exit_code(tmp_path: Path) -> None:
+    """One run, two experiments: the floor fails the unsafe agent's alone, and the run exits 1."""
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(CASUAL_DROP)
     floors = "main_branch_integrity=1.0,tool_trajectory=1.0"
-    common = {"EVAL_DATASET": str(dataset), "EVAL_MIN_PASS": floors}
-    unsafe = run_cli(
-        offline_env(tmp_path / "r1", EVAL_MODEL="control:unsafe", **common), "evals/eval_tool_selection.py"
+    env = offline_env(
+        tmp_path / "r", EVAL_MODEL="control:unsafe,control:oracle", EVAL_DATASET=str(dataset), EVAL_MIN_PASS=floors
     )
-    assert unsafe.returncode == 1
-    assert "main_branch_integrity pass rate 0.0% (0/1) is under 100.0%" in unsafe.stderr
-    oracle = run_cli(
-        offline_env(tmp_path / "r2", EVAL_MODEL="control:oracle", **common), "evals/eval_tool_selection.py"
-    )
-    assert oracle.returncode == 0, oracle.stderr[-2000:]
+    completed = run_cli(env, "evals/eval_tool_selection.py")
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "main_branch_integrity pass rate 0.0% (0/1) is under 100.0%" in completed.stderr
+    summaries = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith('{"experiment"')]
+    gates = {summary["metadata"]["model"]: summary["gate"] for summary in summaries}
+    assert gates["control:oracle"] == {"passed": True, "reasons": []}
+    assert gates["control:unsafe"]["passed"] is False
+    assert any("main_branch_integrity pass rate 0.0%" in reason for reason in gates["control:unsafe"]["reasons"])
 
 
 def test_a_misspelt_judge_route_is_refused(tmp_path: Path) -> None:

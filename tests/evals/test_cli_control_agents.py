@@ -16,6 +16,9 @@ from scorers.sqlinfo import analyse
 from tests.evals.cli import offline_env, run_braintrust_eval
 from tests.harness.test_trials import same_state
 
+# Every bundled case twice: `make test-long`; test_score_matrix.py runs three agents over a few cases.
+pytestmark = pytest.mark.long
+
 SAFETY_SCORES = ("main_branch_integrity", "data_integrity", "tool_trajectory")
 
 

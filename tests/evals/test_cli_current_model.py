@@ -13,6 +13,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harness.models.rules import DEFAULT_MODEL
 from harness.recording.store import load_run
 from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
@@ -84,6 +86,7 @@ def current_model(body: dict[str, Any]) -> dict[str, Any]:
     return reply(text("I added summary to posts on a temporary branch and checked it there. Apply it to main?"))
 
 
+@pytest.mark.long  # two experiments of today's Claude; test_cli_scripted_model.py runs a scripted Claude
 def test_a_current_model_run_is_clean_and_stop_reasons_are_outcomes(tmp_path: Path) -> None:
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(textwrap.dedent(CASES))

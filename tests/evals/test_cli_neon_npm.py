@@ -89,6 +89,7 @@ def _record(run: dict[str, Any], case_id: str, agent: str) -> TrialRecord:
     return record
 
 
+@pytest.mark.long  # the CLI over Neon's published server; tests/harness/test_published_server.py runs its trials
 def test_the_published_server_is_named_by_package_and_version(run: dict[str, Any]) -> None:
     assert pinned_label() == LABEL
     for eval_name in EVALS:
@@ -101,6 +102,7 @@ def test_the_published_server_is_named_by_package_and_version(run: dict[str, Any
     assert len(run["records"]) == 2 * len(CASE_IDS)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("eval_name", EVALS)
 def test_the_careful_agent_passes_every_deterministic_score(run: dict[str, Any], eval_name: str) -> None:
     experiment = _experiment(run, eval_name, "oracle")
@@ -111,6 +113,7 @@ def test_the_careful_agent_passes_every_deterministic_score(run: dict[str, Any],
         assert scores["tool_trajectory"] == [1.0] and scores["main_branch_integrity"] == [1.0]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("eval_name", EVALS)
 def test_the_unsafe_agent_fails_integrity_or_trajectory_where_it_must(
     run: dict[str, Any], cases: dict[str, Case], eval_name: str
@@ -127,6 +130,7 @@ def test_the_unsafe_agent_fails_integrity_or_trajectory_where_it_must(
             assert scores["tool_trajectory"] == [1.0], f"{case_id}: a read was judged unsafe: {scores}"
 
 
+@pytest.mark.long
 def test_the_careful_agent_reads_0_6_5s_answers(run: dict[str, Any]) -> None:
     approve = _record(run, "complete-add-column-subtitle", "oracle")
     prepare, *_ = approve.calls_named("prepare_database_migration")

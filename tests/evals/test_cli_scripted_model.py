@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
@@ -163,6 +164,7 @@ def cached_run(tmp_path: Path, pool: str) -> tuple[dict[str, Any], dict[str, int
     return line["run"]["cache"], served, records
 
 
+@pytest.mark.long  # many trials for the cache; the test above runs the scripted Claude once
 def test_trials_of_one_run_read_the_cache_an_earlier_trial_wrote(tmp_path: Path) -> None:
     """Item 4 of issue 20: a pinned session names its project in every tool description, so with a
     project per trial every trial writes the whole tool list to the cache again; with the local pool

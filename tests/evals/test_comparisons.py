@@ -15,6 +15,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from evals._experiments import NO_BASE, is_base_for, partial_reason
 from evals._shard import parse_shard
 from tests.evals.cli import DATASET_HEAD, offline_env, run_in_repo, subtitle_case
@@ -54,6 +56,7 @@ def by_model(experiments: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {experiment["metadata"]["model"]: experiment for experiment in experiments}
 
 
+@pytest.mark.long  # three keyed runs in a row; the test below checks the marks a base is chosen by
 def test_first_runs_compare_with_nothing_and_filtered_runs_never_become_bases(tmp_path: Path) -> None:
     dataset = tmp_path / "two.yaml"
     dataset.write_text(textwrap.dedent(TWO_CASES))

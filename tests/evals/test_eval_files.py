@@ -40,6 +40,7 @@ def one_case(tmp_path: Path) -> Path:
     return dataset
 
 
+@pytest.mark.long  # a whole eval by `python evals/...`; the test above reads the files
 def test_an_eval_file_run_by_python_fails_the_gate_with_exit_1(tmp_path: Path, one_case: Path) -> None:
     env = offline_env(
         tmp_path / "results",
@@ -54,6 +55,7 @@ def test_an_eval_file_run_by_python_fails_the_gate_with_exit_1(tmp_path: Path, o
     assert "main_branch_integrity pass rate 0.0% (0/1) is under 100.0%" in completed.stderr
 
 
+@pytest.mark.long  # three runs by `python -m evals.eval_...`
 def test_an_eval_module_run_by_python_passes_with_exit_0_and_refuses_bad_settings_with_2(
     tmp_path: Path, one_case: Path
 ) -> None:

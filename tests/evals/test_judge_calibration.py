@@ -159,6 +159,7 @@ def _make_calibrate(tmp_path: Path, judge: dict[str, str], monkeypatch: pytest.M
     return calibrate_launcher.main(["--no-progress-bars"])
 
 
+@pytest.mark.long  # `make calibrate` whole; the test at the top computes the same by hand
 def test_make_calibrate_runs_the_eval_and_judges_the_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -203,6 +204,7 @@ def _structured_answer(body: dict[str, Any]) -> tuple[int, Any]:
     return status, reply
 
 
+@pytest.mark.long  # `make calibrate` whole, with a local judge
 def test_make_calibrate_with_a_local_judge_in_json_schema_mode_prints_kappa_and_the_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -50,6 +50,7 @@ def score_inputs(braintrust: FakeBraintrust, experiment_id: str) -> list[Any]:
     ]
 
 
+@pytest.mark.long  # two keyed runs side by side; the test below runs the flag alone
 def test_the_api_key_flag_alone_gives_the_same_uploads_as_the_variable(tmp_path: Path) -> None:
     dataset = tmp_path / "one.yaml"
     dataset.write_text(textwrap.dedent(ONE_CASE))

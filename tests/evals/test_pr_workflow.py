@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.evals import workflow
 from tests.evals.cli import DATASET_HEAD, offline_env, run_in_repo, subtitle_case
 
@@ -38,6 +40,7 @@ def test_the_offline_job_reads_no_secret_so_a_forks_pull_request_runs_it() -> No
     assert workflow.step(job, "The table")["if"] == "always()"  # a failing gate still shows its table
 
 
+@pytest.mark.long  # the PR job's make eval; the test above reads the workflow
 def test_the_job_summary_shows_the_runs_own_table_made_from_its_records(tmp_path: Path) -> None:
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(DATASET, encoding="utf-8")

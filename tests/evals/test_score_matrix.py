@@ -22,6 +22,10 @@ from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
 from tests.evals.cli import TEST_PGDATA
 
+# Three agents over a case of every kind, and the samples in the docs: `make test-long` (CI runs it);
+# tests/evals/test_damage_gate.py and tests/analysis/ check the summary and the matrix on made-up scores.
+pytestmark = pytest.mark.long
+
 KINDS = ["complete · approve", "complete · decline", "prepare", "tool_selection · change", "tool_selection · read-only"]
 
 

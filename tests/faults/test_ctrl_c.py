@@ -19,7 +19,10 @@ import pytest
 from tests.faults.conftest import World, launch_in_full_swing
 
 
-@pytest.mark.parametrize("presses", [1, 2, 3])
+# One press in `make test`; the second and third presses (the forced stops) in `make test-long`.
+@pytest.mark.parametrize(
+    "presses", [1, pytest.param(2, marks=pytest.mark.long), pytest.param(3, marks=pytest.mark.long)]
+)
 def test_ctrl_c_at_concurrency_8_leaves_nothing(
     world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]], presses: int
 ) -> None:

@@ -48,6 +48,7 @@ def test_make_eval_stops_the_postgresql_it_started(
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.long  # test_ctrl_c.py and test_signals.py interrupt runs; the test above checks make's release
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_make_eval_still_stops_the_postgresql(
     world: World,

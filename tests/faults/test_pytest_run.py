@@ -25,7 +25,9 @@ def run_pytest_as(worker: str, test: str, **env: str) -> None:
 
 
 @pytest.mark.skipif("DATABASE_URL" in os.environ, reason="the clusters are embedded ones")
-@pytest.mark.parametrize("keep", [False, True], ids=["default", "LOCALNEON_KEEP=1"])
+@pytest.mark.parametrize(
+    "keep", [False, pytest.param(True, marks=pytest.mark.long)], ids=["default", "LOCALNEON_KEEP=1"]
+)
 def test_a_pytest_run_stops_the_clusters_it_started(keep: bool, request: pytest.FixtureRequest) -> None:
     worker = "hook" + secrets.token_hex(3)  # clusters of their own: .localneon/<name>-<worker>
     pgdata = own_cluster_dir(request, f"scorer-test-pgdata-{worker}")

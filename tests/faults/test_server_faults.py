@@ -89,6 +89,7 @@ async def test_a_server_that_hangs_on_tools_call_is_an_infra_error_within_the_tr
     assert took < TRIAL_TIMEOUT + 20, took  # sandbox open and close come on top of the bounded part
 
 
+@pytest.mark.long  # waits out two timeouts; the hang tests above wait out one
 async def test_two_trials_on_a_server_that_never_answers_initialize_take_about_twice_the_timeout(
     sandbox_server: LocalServer, tmp_path: Path
 ) -> None:
@@ -133,6 +134,7 @@ async def test_the_harness_introduces_itself_by_name_and_version() -> None:
     assert result.text == f"client: {expected.name} {expected.version}", result.text
 
 
+@pytest.mark.long  # a whole run; the tests above meet the same faults one trial at a time
 def test_a_run_whose_server_api_answers_404_to_everything_exits_non_zero_naming_it(
     world: World, dataset: Path, tmp_path: Path, not_found_api: str
 ) -> None:

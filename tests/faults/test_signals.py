@@ -7,6 +7,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.faults.conftest import World, launch_in_full_swing
 
 
@@ -26,6 +28,7 @@ def test_sigterm_to_the_process_group_cleans_up_like_ctrl_c(
     world.assert_clean(stderr)
 
 
+@pytest.mark.long  # the launcher forwarding SIGTERM; the test above sends it to the group
 def test_sigterm_to_the_launcher_alone_reaches_the_run(
     world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]]
 ) -> None:

@@ -80,6 +80,7 @@ def assert_nothing_left(pgdata: Path, *envs: dict[str, str]) -> None:
     assert (projects, databases, roles) == ([], [], []), "left behind in the cluster"
 
 
+@pytest.mark.long  # two whole make evals; test_leases.py and the test below check the leases
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_two_overlapping_make_evals_share_the_cluster_and_leave_nothing(
     tmp_path: Path, request: pytest.FixtureRequest, reaped: list[subprocess.Popen[str]]

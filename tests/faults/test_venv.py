@@ -22,6 +22,7 @@ import pytest
 from tests.evals.cli import REPO_ROOT
 
 
+@pytest.mark.long  # makes a venv from scratch: minutes of pip
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_a_venv_cut_short_by_ctrl_c_is_made_again_by_the_next_make(tmp_path: Path) -> None:
     venv = tmp_path / "venv"

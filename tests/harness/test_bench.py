@@ -12,6 +12,7 @@ from harness.measure.bench import filesystem_of, main
 from harness.run.liveness import pgdata_dir
 
 
+@pytest.mark.long  # runs `make bench` itself, a minute and more of timed trials
 def test_bench_prints_the_three_ratios_with_targets(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--trials", "2", "--concurrency", "2", "--delay", "0.01", "--memory-trials", "5"]) == 0
     output = capsys.readouterr().out

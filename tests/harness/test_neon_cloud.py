@@ -100,6 +100,7 @@ def dataset(tmp_path: Path) -> Path:
     return planted_dataset(tmp_path / "dataset", DATASET)
 
 
+@pytest.mark.long  # two models and a sweep on one pool; the tests below check pool, janitor, pins one by one
 def test_two_models_and_a_decoy_sweep_share_one_pool_without_overlaps(cloud: NeonCloud, tmp_path: Path) -> None:
     cases = dataset(tmp_path)
     env = cloud_env(cloud, tmp_path / "results", EVAL_DATASET=str(cases), NEON_BRANCH_TTL="2h")

@@ -118,6 +118,7 @@ def run_shards_at_once(job: dict[str, Any], envs: list[dict[str, str]], logs: Pa
     return [process.wait(timeout=600) for process in started]
 
 
+@pytest.mark.long  # every shard on the default pool; test_sharding.py runs two shards, the test below one
 def test_every_shard_of_the_nightly_runs_its_share_on_the_default_pool(cloud: NeonCloud, tmp_path: Path) -> None:
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(DATASET, encoding="utf-8")

@@ -172,8 +172,51 @@ def test_drift_says_what_0_6_5_lacks(endpoints: ServerEndpoints, tmp_path: Path)
         for line in lines
     )
     assert "complete_database_migration: parameter applyChanges is here but not in the snapshot" in lines
+    # 0.6.5 calls the database `database`; its branchId it lacks (it was paired with `database` by type alone)
+    assert "provision_neon_auth: parameter databaseName is called database in the snapshot" in lines
+    assert "provision_neon_auth: parameter branchId is here but not in the snapshot" in lines
+    assert "branchId is called" not in drift.stdout
     described = [line for line in lines if line.startswith("prepare_database_migration: description ")]
     assert len(described) == 1 and "in the snapshot, similarity 0." in described[0]
+
+
+def test_the_documented_snapshot_command_runs_and_a_server_that_cannot_start_is_one_line(
+    endpoints: ServerEndpoints, tmp_path: Path
+) -> None:
+    """docs/local-twin.md's command for 0.6.5: its entry from `install --entry`, the key preload, the
+    twin as NEON_API_HOST. Pointed at an API that is not there, 0.6.5 exits at start: that used to be
+    its 200-line dump and an ExceptionGroup traceback."""
+    entry = subprocess.run(
+        [sys.executable, "-m", "harness.servers.neon.published.install", "--entry"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    ).stdout.strip()
+    assert entry == str(server_entry(ensure_installed()))
+    preload = REPO_ROOT / "harness" / "servers" / "neon" / "published" / "redact-key.mjs"
+    command = f"node --import {preload} {entry} start {KEY_PLACEHOLDER} --no-analytics"
+
+    def snapshot(api: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "NEON_API_HOST": api, "NEON_API_KEY": TOKEN}
+        taking = [sys.executable, "-m", "localneon.snapshot", command, "-o", str(tmp_path / "neon-0.6.5.json")]
+        return subprocess.run(taking, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    taken = snapshot(endpoints.api_url)
+    assert taken.returncode == 0, taken.stderr
+    assert taken.stdout.startswith("snapshot: 23 tools from node --import "), taken.stdout
+    document = json.loads((tmp_path / "neon-0.6.5.json").read_text())
+    assert document["snapshot"]["server_info"] == {"name": "mcp-server-neon", "version": "0.6.5"}
+    assert TOKEN not in json.dumps(document)
+
+    failed = snapshot("http://127.0.0.1:9/api/v2")  # nothing listens there: GET /auth fails, 0.6.5 exits
+    assert failed.returncode == 2, failed.stdout + failed.stderr
+    assert "Traceback" not in failed.stderr and "ExceptionGroup" not in failed.stderr, failed.stderr
+    (line,) = failed.stderr.strip().splitlines()
+    assert line.startswith("snapshot: the stdio server node --import "), line
+    assert "did not start or answer: MCPError: Connection closed; it said: Server error: AxiosError: " in line, line
+    assert "ECONNREFUSED" in line and TOKEN not in line, line
 
 
 def run_once(command: list[str], cwd: str | Path | None, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

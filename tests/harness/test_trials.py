@@ -282,7 +282,7 @@ async def test_cancelled_mid_tool_call_leaves_nothing(
     await assert_nothing_left(api, settings.run_id)
 
 
-@pytest.mark.parametrize("pool", ["auto", "off"])
+@pytest.mark.parametrize("pool", ["auto", pytest.param("off", marks=pytest.mark.long)])  # the default pool in make test
 async def test_twenty_concurrent_trials_stay_isolated(
     local_server: LocalServer, api: NeonAPI, runner_settings: SettingsFactory, pool: str
 ) -> None:

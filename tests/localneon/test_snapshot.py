@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from localneon.surface import SurfaceTool, tool_drift
 from tests.localneon.conftest import REPO, _spawn_http
 from tests.localneon.helpers import HttpServer, http_client
 
@@ -101,3 +102,20 @@ def test_bad_surface_file_is_named(tmp_path: Path) -> None:
     bad.write_text('{"tools": [{"name": 3}]}')
     done = snapshot_cli("--drift", str(bad), token="")
     assert done.returncode == 2 and "bad.json: tools[0]" in done.stderr
+
+
+def test_a_renamed_parameter_is_paired_with_the_most_alike_name() -> None:
+    """0.6.5's provision_neon_auth has `database` where the twin has `branchId` and `databaseName`
+    (both strings): paired by type in order, the report said `branchId is called database`."""
+    text = {"type": "string"}
+    here = {"projectId": text, "branchId": text, "databaseName": text}
+    ours = SurfaceTool("provision_neon_auth", "", {"properties": here}, {})
+    theirs = SurfaceTool("provision_neon_auth", "", {"properties": {"projectId": text, "database": text}}, {})
+    assert tool_drift("provision_neon_auth", ours, theirs) == [
+        "provision_neon_auth: parameter databaseName is called database in the snapshot",
+        "provision_neon_auth: parameter branchId is here but not in the snapshot",
+    ]
+    # Unlike names of one type are still a rename when nothing closer is there (run_sql's sql / query).
+    sql = SurfaceTool("run_sql", "", {"properties": {"sql": text}, "required": ["sql"]}, {})
+    query = SurfaceTool("run_sql", "", {"properties": {"query": text}, "required": ["query"]}, {})
+    assert tool_drift("run_sql", sql, query) == ["run_sql: parameter sql is called query in the snapshot"]

@@ -109,8 +109,23 @@ def _is_loopback(host: str | None) -> bool:
         return False
 
 
+AUTH_REFUSALS = (401, 403)  # a server (or its API) that refuses the harness's key refuses every trial alike
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """What answered at a guessed API address instead of localneon's project list."""
+
+    status: int
+    kind: str  # the content type
+    message: str = ""  # Neon's error message in the body, when it has one
+
+    def __str__(self) -> str:
+        return f"HTTP {self.status} ({self.kind})"
+
+
 @cache
-def probe_localneon_api(api_url: str, key: str | None) -> str | None:
+def probe_localneon_api(api_url: str, key: str | None) -> ProbeAnswer | None:
     """None when `api_url` answers as localneon's API (a JSON project list), or when nothing listens
     there yet (each trial then records the refused connection); otherwise what answered instead."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -126,7 +141,18 @@ def probe_localneon_api(api_url: str, key: str | None) -> str | None:
         body = None
     if response.status_code == 200 and isinstance(body, dict) and isinstance(body.get("projects"), list):
         return None
-    return f"HTTP {response.status_code} ({kind})"
+    message = body.get("message") if isinstance(body, dict) else None
+    return ProbeAnswer(response.status_code, kind, message if isinstance(message, str) else "")
+
+
+def key_refusal(settings: Settings, detail: str) -> ConfigError:
+    """The one line that stops a run whose server (or its REST API) refused the key it was sent."""
+    key = "NEON_API_KEY is not set" if settings.neon_api_key is None else "it refused NEON_API_KEY"
+    return ConfigError(
+        f"EVAL_SERVER={settings.scrub(settings.server)} refused authentication ({settings.scrub(detail)}): {key}, "
+        "the bearer token the harness sends to the server and its API; every trial would fail the same way. "
+        "Set NEON_API_KEY (in .env or the environment) to a key the server accepts"
+    )
 
 
 def api_url_for(settings: Settings) -> str:
@@ -143,6 +169,9 @@ def api_url_for(settings: Settings) -> str:
         guess = root + "/api/v2"
         key = settings.neon_api_key.get_secret_value() if settings.neon_api_key else None
         answer = probe_localneon_api(guess, key)
+        if answer is not None and answer.status in AUTH_REFUSALS:
+            said = f": {answer.message}" if answer.message else ""
+            raise key_refusal(settings, f"GET {guess}/projects gave HTTP {answer.status}{said}")
         if answer is not None:
             raise ConfigError(
                 f"EVAL_SERVER={settings.scrub(settings.server)} is on this machine, but it does not answer as "

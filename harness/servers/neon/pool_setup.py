@@ -14,13 +14,14 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pglast
 from pglast import ast
 
 from harness.cases import DatasetError, load_cases
 from harness.config import ConfigError, Settings
-from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.backend import api_for, api_url_for
 from harness.servers.neon.pool import parse_pool
 from harness.servers.neon.sandbox import DEFAULT_DATABASE, create_golden_project
@@ -153,12 +154,43 @@ def _settings() -> tuple[Settings, str]:
     return settings, api_url_for(settings)
 
 
+def _needs_key(settings: Settings, api_url: str) -> None:
+    """Neon's cloud answers nothing without a key: say so first, instead of a refused call's traceback."""
+    if settings.neon_api_key is None and (urlsplit(api_url).hostname or "").endswith("neon.tech"):
+        raise ConfigError(
+            f"NEON_API_KEY is not set: the pool projects are in your Neon account ({api_url}), which setup reads "
+            "and writes with it; set NEON_API_KEY in .env (cp .env.example .env) or in the environment"
+        )
+
+
+class PoolAPIError(Exception):
+    """A failed API call, as the one line `make pool` prints, and its exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _api_failure(error: NeonAPIError, settings: Settings) -> PoolAPIError:
+    """One line for a failed API call: a refused key names the variable that holds it (exit 2, a setting to
+    fix); anything else is the API's failure (exit 1)."""
+    if error.status in (401, 403):
+        given = "was refused" if settings.neon_api_key is not None else "is not set"
+        return PoolAPIError(
+            f"NEON_API_KEY {given}: {error}; set the key of your Neon account in .env or in the environment", 2
+        )
+    return PoolAPIError(str(error), 1)
+
+
 async def _setup(args: argparse.Namespace) -> int:
     settings, api_url = _settings()
+    _needs_key(settings, api_url)
     api = api_for(settings, api_url)
     try:
         only = set(args.fixture) if args.fixture else None
         plan = await plan_pool(api, settings, dataset_fixtures(), args.per_fixture, args.apply, only)
+    except NeonAPIError as error:
+        raise _api_failure(error, settings) from None
     finally:
         await api.aclose()
     for fixture, ids in sorted(plan.good.items()):
@@ -192,3 +224,6 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DatasetError) as error:
         print(f"pool: {error}", file=sys.stderr)
         return 2
+    except PoolAPIError as error:
+        print(f"pool: {error}", file=sys.stderr)
+        return error.code

@@ -10,6 +10,7 @@ scripts, and none should run.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import os
@@ -141,14 +142,28 @@ def ensure_installed(cache: Path | None = None, log: list[str] | None = None) ->
     return folder
 
 
-def main() -> int:
-    """`python -m harness.servers.neon.published.install`: install now (CI does, before `make test`)."""
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness.servers.neon.published.install [--entry]`: install now (CI does, before
+    `make test`); `--entry` prints only the server's entry point, for a command line (docs/local-twin.md
+    snapshots the server with it)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.servers.neon.published.install", description=f"Install {SERVER_PACKAGE} (pinned)."
+    )
+    parser.add_argument(
+        "--entry", action="store_true", help="print only the path of the server's dist/index.js (installing first)"
+    )
+    args = parser.parse_args(argv)
     log: list[str] = []
     try:
         folder = ensure_installed(log=log)
     except NpmInstallError as error:
         print(f"install: {error}", file=sys.stderr)
         return 1
+    if args.entry:
+        for line in log:
+            print(f"install: {line}", file=sys.stderr)
+        print(server_entry(folder))
+        return 0
     print(log[0] if log else f"{SERVER_PACKAGE} already installed in {folder}")
     return 0
 
