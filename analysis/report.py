@@ -28,9 +28,9 @@ from autoevals import Score
 
 from analysis.pages import render_page
 from analysis.report_pictures import Picture, draw_pictures
-from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run
+from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run, summarise_scored
 from analysis.runs import RunInputError, load_records, run_folder
-from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
+from analysis.summary import OVERALL, PASS_THRESHOLD
 from harness.cases import DatasetError, load_cases
 from harness.models.providers.control import damages_main_by_design
 from harness.recording.records import TrialRecord
@@ -50,21 +50,6 @@ def _groups(trials: Sequence[ScoredTrial]) -> dict[tuple[str, str], list[ScoredT
     for trial in trials:
         groups[(trial.record.config.model, trial.case.scenario)].append(trial)
     return dict(sorted(groups.items()))
-
-
-def _summary(trials: Sequence[ScoredTrial]) -> ExperimentSummary:
-    """The suite's usual summary; a score is n/a exactly where `verdicts_of` says it could not be judged."""
-    return summarise(
-        [
-            TrialScores(
-                case_id=t.record.case_id,
-                scores={n: None if t.verdicts[n] is None else t.scores[n].score for n in DETERMINISTIC_NAMES},
-                outcome=t.record.outcome,
-                cost_usd=t.record.cost_usd,
-            )
-            for t in trials
-        ]
-    )
 
 
 def _percent(value: float | None) -> str:
@@ -92,7 +77,7 @@ def header_values(run_info: Mapping[str, Any], run_path: Path, trials: int) -> d
 
 def summary_values(trials: Sequence[ScoredTrial]) -> dict[str, Any]:
     """Outcomes, cost, tokens and duration, then one row per score like the terminal table."""
-    summary = _summary(trials)
+    summary = summarise_scored(trials)
     records = [t.record for t in trials]
     rows = []
     for stat in summary.scores.values():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from autoevals import Score
 
 from analysis.runs import RunInputError
-from analysis.summary import OVERALL, PASS_THRESHOLD
+from analysis.summary import OVERALL, PASS_THRESHOLD, ExperimentSummary, TrialScores, summarise
 from harness.cases import Case
 from harness.recording.records import TrialRecord
 from scorers.registry import DETERMINISTIC, spec
@@ -99,3 +99,18 @@ def score_run(
     records = list(records)
     check_cases(records, cases)
     return [rescore(record, cases[record.case_id], names) for record in records]
+
+
+def summarise_scored(trials: Sequence[ScoredTrial]) -> ExperimentSummary:
+    """The suite's usual summary of re-scored trials; a score is n/a exactly where it could not be judged."""
+    return summarise(
+        [
+            TrialScores(
+                case_id=t.record.case_id,
+                scores={n: None if t.verdicts[n] is None else t.scores[n].score for n in DETERMINISTIC_NAMES},
+                outcome=t.record.outcome,
+                cost_usd=t.record.cost_usd,
+            )
+            for t in trials
+        ]
+    )

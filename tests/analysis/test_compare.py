@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import pr_comment
 from analysis.compare import main
 from analysis.compare_stats import BETTER, SAME, WORSE, compare
 from analysis.runs import RunInputError
@@ -21,7 +23,7 @@ from harness.cases import BUNDLED_DATASET, Case, load_cases
 from harness.config import Settings
 from harness.mcp.server_process import LocalServer
 from harness.recording.records import TrialRecord
-from harness.recording.store import load_run
+from harness.recording.store import RUN_FILE, TRIALS_FILE, load_run
 from harness.run.trial import TrialRunner
 from tests.evals.cli import python_module, run_in_repo
 from tests.harness.conftest import TOKEN
@@ -279,3 +281,65 @@ def test_a_run_id_is_found_under_the_results_folder(
     assert code == 0, err
     assert "main_branch_integrity: B worse" in out and "tool_trajectory" not in out
     assert "bootstrap over cases, 50 resamples, seed 3" in out
+
+
+# -- the pull request's table (analysis.pr_comment), from these runs ----------------------------------
+
+
+def relabelled(run: Path, model: str, into: Path) -> Path:
+    """A copy of `run` whose trials name `model`: the unsafe agent's real records as a base that the
+    oracle's run is compared with, agent for agent, as a PR's run is with main's."""
+    into.mkdir(parents=True)
+    shutil.copy(run / RUN_FILE, into / RUN_FILE)
+    _, records = load_run(run)
+    lines = [r.model_copy(update={"config": r.config.model_copy(update={"model": model})}) for r in records]
+    (into / TRIALS_FILE).write_text("".join(record.model_dump_json() + "\n" for record in lines))
+    return into
+
+
+def rows(markdown: str) -> dict[str, list[str]]:
+    """The table's rows by score name (one experiment in the comment)."""
+    cells = [line.strip("|").split("|") for line in markdown.splitlines() if line.startswith("| ")]
+    return {cell[0].strip(): [c.strip() for c in cell[1:]] for cell in cells if cell[0].strip() != "score"}
+
+
+def test_the_pr_comment_shows_each_scores_paired_change_and_verdict(runs: Runs, tmp_path: Path) -> None:
+    base = relabelled(runs.unsafe, "control:oracle", tmp_path / "main-nightly")
+    link = ("report", "https://github.com/o/r/actions/runs/1")
+    markdown = pr_comment.render(runs.oracle, base, [link], Path(DATASET))
+    assert markdown.startswith(pr_comment.MARKER + "\n## MCP evals: `a`: 8 trials\n")
+    assert "Compared with `main-nightly`, trial by trial" in markdown
+    assert "### prepare · `control:oracle`" in markdown and "8 trials over 4 cases; outcomes: ok 8" in markdown
+    table = rows(markdown)
+    # pass, CI, change, improved, regressed, verdict, scored, n/a
+    assert table["main_branch_integrity"][:6] == ["100.0%", "67.6% – 100.0%", "+100.0 pp", "4", "0", "better 🟢"]
+    assert table["tool_trajectory"][2:6] == ["+100.0 pp", "4", "0", "better 🟢"]
+    assert markdown.rstrip().endswith("[report](https://github.com/o/r/actions/runs/1)")
+    worse = rows(pr_comment.render(base, runs.oracle, dataset=Path(DATASET)))
+    assert worse["main_branch_integrity"][2:6] == ["-100.0 pp", "0", "4", "worse 🔴"]
+
+
+def test_the_pr_comment_against_itself_and_without_a_base(runs: Runs, tmp_path: Path) -> None:
+    same = rows(pr_comment.render(runs.oracle, runs.oracle, dataset=Path(DATASET)))
+    scored = {name: cells for name, cells in same.items() if cells[6] != "0"}  # cleanup is n/a on prepare
+    assert {cells[2] for cells in scored.values()} == {"+0.0 pp"} and "main_branch_integrity" in scored
+    assert {cells[5] for cells in scored.values()} == {"no significant change"}
+    assert same["temporary_branch_cleanup"][2] == "n/a: scored in neither run"
+    alone = pr_comment.render(runs.oracle, None, dataset=Path(DATASET))
+    assert {cells[2] for cells in rows(alone).values()} == {"no base run"}
+    other_agent = rows(pr_comment.render(runs.oracle, runs.unsafe, dataset=Path(DATASET)))  # no oracle in base
+    assert {cells[2] for cells in other_agent.values()} == {"no base trials of this agent and scenario"}
+    empty = tmp_path / "stopped-at-start"
+    empty.mkdir()
+    assert "**No trial records in `stopped-at-start`**" in pr_comment.render(empty, runs.oracle)
+
+
+def test_the_pr_comment_command_prints_the_table_and_refuses_a_bad_link(
+    runs: Runs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert pr_comment.main([str(runs.oracle), "--dataset", DATASET]) == 0
+    assert "### prepare · `control:oracle`" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:
+        pr_comment.main([str(runs.oracle), "--link", "no-url-here"])
+    assert refused.value.code == 2
+    assert "--link 'no-url-here': expected LABEL=URL" in capsys.readouterr().err

@@ -9,7 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
+from analysis import pr_comment
 from tests.evals import workflow
 from tests.evals.cli import DATASET_HEAD, offline_env, run_in_repo, subtitle_case
 
@@ -32,12 +34,17 @@ TABLE_LINE = re.compile(r"^\s+(\w+)\s+\S+\s+(\S+)\s+\[\s*(\S+),\s*(\S+)\]", re.M
 
 def test_the_offline_job_reads_no_secret_so_a_forks_pull_request_runs_it() -> None:
     document = workflow.load(NAME)
-    assert set(document["on"]) == {"pull_request"} and document["permissions"] == {"contents": "read"}
-    text = workflow.workflow_path(NAME).read_text(encoding="utf-8")
-    assert "secrets." not in text and "vars." not in text
+    assert set(document["on"]) == {"pull_request", "push"} and document["on"]["push"] == {"branches": ["main"]}
+    assert document["permissions"] == {"contents": "read", "actions": "read", "pull-requests": "write"}
     job = document["jobs"]["offline-evals"]
+    assert "secrets." not in yaml.safe_dump(job) and "vars." not in yaml.safe_dump(job)
     assert workflow.step(job, "Offline evals")["run"] == "make eval"
     assert workflow.step(job, "The table")["if"] == "always()"  # a failing gate still shows its table
+    comment = workflow.step(job, "The same table as the pull request's comment")
+    assert "--post" in comment["run"] and "--refusal-ok" in comment["run"]  # a fork's token may not comment
+    # The keyed run spends model calls: only where the repository asks for it, never on a fork.
+    keyed = document["jobs"]["keyed-evals"]
+    assert "vars.EVAL_PR_KEYED == '1'" in keyed["if"] and "!github.event.pull_request.head.repo.fork" in keyed["if"]
 
 
 @pytest.mark.long  # the PR job's make eval; the test above reads the workflow
@@ -45,7 +52,13 @@ def test_the_job_summary_shows_the_runs_own_table_made_from_its_records(tmp_path
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(DATASET, encoding="utf-8")
     job = workflow.load(NAME)["jobs"]["offline-evals"]
-    context = {"github.event.pull_request.number": "17", "github.run_attempt": "1"}
+    context = {
+        "github.event.pull_request.number": "17",
+        "github.run_attempt": "1",
+        "github.server_url": "https://github.com",
+        "github.repository": "octo/neon-evals",
+        "github.run_id": "42",
+    }
     env = {**offline_env(tmp_path / "results", EVAL_DATASET=str(dataset)), **job["env"]}
     env = {name: workflow.evaluate(str(value), context) for name, value in env.items()}
     env.pop("EVAL_TRIALS")  # as on a runner: the launcher's offline default applies
@@ -54,11 +67,15 @@ def test_the_job_summary_shows_the_runs_own_table_made_from_its_records(tmp_path
 
     ran = run_in_repo(["bash", "-c", workflow.run_script(job, "Offline evals", context)], env, timeout=600)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    summarised = run_in_repo(["bash", "-c", workflow.run_script(job, "The table", context)], env, timeout=300)
+    table_env = {**env, **workflow.step_env(job, "The table", context)}
+    summarised = run_in_repo(["bash", "-c", workflow.run_script(job, "The table", context)], table_env, timeout=300)
     assert summarised.returncode == 0, summarised.stderr[-3000:]
 
     markdown = summary_file.read_text(encoding="utf-8")
-    assert markdown.startswith("## Offline evals: 8 trials")  # 2 cases x 2 agents x 2 trials (offline default)
+    # 2 cases x 2 agents x 2 trials (offline default); no base on this machine
+    assert markdown.startswith(pr_comment.marker("offline") + "\n## MCP evals: `pr-17-1`: 8 trials\n")
+    assert "| no base run |" in markdown
+    assert "[records and HTML report (artifact)](https://github.com/octo/neon-evals/actions/runs/42)" in markdown
     for scenario in ("prepare", "tool_selection"):
         for agent in ("control:oracle", "control:unsafe"):
             assert f"### {scenario} · `{agent}`" in markdown
