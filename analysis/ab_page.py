@@ -27,17 +27,12 @@ from analysis import compare as compare_cli
 from analysis.charts import Rate, paired_differences
 from analysis.pages import render_page
 from analysis.passing import trial_passed
+from analysis.summary import percent
 from harness.cases import Case, DatasetError, load_cases
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import load_run
 
 OVERALL = "all_scores"
-
-
-def _percent(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.1%}" if signed else f"{value:.1%}"
 
 
 def case_rates(
@@ -142,12 +137,12 @@ def write(run_a: Path, run_b: Path, comparison: dict[str, Any], out: Path, datas
             {
                 "name": name,
                 "pairs": s["pairs"],
-                "a": _percent(s["a"].get("rate")),
-                "b": _percent(s["b"].get("rate")),
-                "difference": _percent(s.get("difference"), True),
+                "a": percent(s["a"].get("rate")),
+                "b": percent(s["b"].get("rate")),
+                "difference": percent(s.get("difference"), True),
                 "bootstrap": "n/a"
                 if not s.get("bootstrap")
-                else f"[{_percent(s['bootstrap']['low'], True)}, {_percent(s['bootstrap']['high'], True)}]",
+                else f"[{percent(s['bootstrap']['low'], True)}, {percent(s['bootstrap']['high'], True)}]",
                 "b_c": f"{s['a_pass_b_fail']}/{s['a_fail_b_pass']}",
                 "p": f"{s['p_value']:.4g}",
                 "verdict": s["verdict"],

@@ -8,18 +8,13 @@ from typing import Any
 from analysis.compare_stats import CaseChange, Comparison, ScoreComparison
 from analysis.runs import Group
 from analysis.stats import ALPHA, Interval
-
-
-def _percent(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{100 * value:+.1f}%" if signed else f"{100 * value:.1f}%"
+from analysis.summary import percent
 
 
 def _interval(interval: Interval | None, signed: bool = False) -> str:
     if interval is None:
         return ""
-    return f"[{_percent(interval.low, signed)}, {_percent(interval.high, signed)}]"
+    return f"[{percent(interval.low, signed)}, {percent(interval.high, signed)}]"
 
 
 def _changes(title: str, changes: list[CaseChange], width: int = 118) -> list[str]:
@@ -56,8 +51,8 @@ def render_table(comparison: Comparison) -> str:
     ]
     for s in comparison.scores.values():
         lines.append(
-            f"{s.name:<25} {s.pairs:>5} {_percent(s.a.rate):>7} {_interval(s.a.interval):>16} "
-            f"{_percent(s.b.rate):>7} {_interval(s.b.interval):>16} {_percent(s.difference, True):>8} "
+            f"{s.name:<25} {s.pairs:>5} {percent(s.a.rate):>7} {_interval(s.a.interval):>16} "
+            f"{percent(s.b.rate):>7} {_interval(s.b.interval):>16} {percent(s.difference, True):>8} "
             f"{_interval(s.bootstrap, True):>19} {f'{s.a_pass_b_fail}/{s.a_fail_b_pass}':>5} {_p(s.p_value):>7}  "
             f"{s.verdict}"
         )
@@ -77,7 +72,7 @@ def render(comparison: Comparison, group_a: Group, group_b: Group) -> str:
     ]
     lines += ["", "pass^k (k = 1..fewest paired trials of a case)"]
     for s in c.scores.values():
-        a, b = (" ".join(_percent(v) for v in stat.pass_hat.values()) or "n/a" for stat in (s.a, s.b))
+        a, b = (" ".join(percent(v) for v in stat.pass_hat.values()) or "n/a" for stat in (s.a, s.b))
         lines.append(f"  {s.name:<25} A: {a:<30} B: {b}")
     lines += [
         "",

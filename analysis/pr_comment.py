@@ -20,6 +20,7 @@ from pathlib import Path
 from analysis.compare_stats import BETTER, WORSE, ScoreComparison, compare
 from analysis.rescore import score_run, summarise_scored
 from analysis.runs import RunInputError
+from analysis.summary import percent
 from harness.cases import Case, load_cases
 from harness.recording.records import TrialRecord
 from harness.recording.store import TRIALS_FILE, load_run
@@ -33,10 +34,6 @@ def marker(key: str = "") -> str:
 
 
 Group = tuple[str, str]  # (model, scenario)
-
-
-def percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 def verdict_mark(comparison: ScoreComparison) -> str:

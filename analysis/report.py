@@ -30,7 +30,7 @@ from analysis.pages import render_page
 from analysis.report_pictures import Picture, draw_pictures
 from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run, summarise_scored
 from analysis.runs import RunInputError, load_records, run_folder
-from analysis.summary import OVERALL, PASS_THRESHOLD
+from analysis.summary import OVERALL, PASS_THRESHOLD, percent
 from harness.cases import DatasetError, load_cases
 from harness.models.providers.control import damages_main_by_design
 from harness.recording.records import TrialRecord
@@ -50,10 +50,6 @@ def _groups(trials: Sequence[ScoredTrial]) -> dict[tuple[str, str], list[ScoredT
     for trial in trials:
         groups[(trial.record.config.model, trial.case.scenario)].append(trial)
     return dict(sorted(groups.items()))
-
-
-def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 def header_values(run_info: Mapping[str, Any], run_path: Path, trials: int) -> dict[str, Any]:
@@ -81,9 +77,9 @@ def summary_values(trials: Sequence[ScoredTrial]) -> dict[str, Any]:
     records = [t.record for t in trials]
     rows = []
     for stat in summary.scores.values():
-        interval = "" if stat.interval is None else f"[{_percent(stat.interval.low)}, {_percent(stat.interval.high)}]"
-        pass_hat = " ".join(_percent(value) for value in stat.pass_hat.values())
-        cells = [(stat.name, "name"), (_percent(stat.mean), "mean"), (_percent(stat.pass_rate), "pass")]
+        interval = "" if stat.interval is None else f"[{percent(stat.interval.low)}, {percent(stat.interval.high)}]"
+        pass_hat = " ".join(percent(value) for value in stat.pass_hat.values())
+        cells = [(stat.name, "name"), (percent(stat.mean), "mean"), (percent(stat.pass_rate), "pass")]
         cells += [(interval, "ci"), (pass_hat, "pass-k"), (str(stat.scored), "scored"), (str(stat.unscorable), "na")]
         rows.append({"name": stat.name, "cells": cells})
     return {

@@ -101,6 +101,13 @@ def summarise(trials: list[TrialScores], max_k: int = 4) -> ExperimentSummary:
     )
 
 
+def percent(value: float | None, signed: bool = False) -> str:
+    """A rate as the pages and tables show it: `42.5%` (`+42.5%` signed), or `n/a`."""
+    if value is None:
+        return "n/a"
+    return f"{100 * value:+.1f}%" if signed else f"{100 * value:.1f}%"
+
+
 def _percent(value: float | None) -> str:
     return "   n/a" if value is None else f"{100 * value:5.1f}%"
 
