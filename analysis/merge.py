@@ -6,6 +6,11 @@ Each shard keeps its own `results/<run id>/`; this writes `OUT/trials.jsonl` wit
 every shard and `OUT/run.json` (the first shard's settings, plus the shards merged), so the
 report and compare read the whole run as one. The same trial twice (same model, decoy count,
 case and trial index) means two shards overlapped: that is refused, naming the trial.
+
+`run.json` also says whether the merge is the whole run (`shards`): every shard `1..n` present once,
+each having recorded every trial it planned (its `plan.json`). Only then does
+`python -m evals.shards_merged` mark the night's Braintrust experiments as complete, so that they
+can be the base of the next run's comparison (a shard's share alone never is).
 """
 
 from __future__ import annotations
@@ -14,13 +19,46 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness.recording.records import TrialRecord
-from harness.recording.store import RUN_FILE, TRIALS_FILE, load_run
+from harness.recording.store import RUN_FILE, TRIALS_FILE, load_run, read_plan
 
 
 class MergeError(ValueError):
     """Shard results that cannot be one run."""
+
+
+def shard_coverage(runs: list[Path], recorded: list[int]) -> dict[str, Any]:
+    """Whether the shards in `runs` (each having recorded `recorded[i]` trials) make a whole run,
+    and if not, why: a shard missing, one twice, or one with fewer records than it planned."""
+    plans = [read_plan(run) for run in runs]
+    named = [str(plan.get("shard") or "") for plan in plans]
+    counts = {name.partition("/")[2] for name in named}
+    problems: list[str] = []
+    if "" in counts or len(counts) != 1:
+        problems.append("not every folder names its shard as k/n of one count")
+        total = 0
+    else:
+        total = int(counts.pop())
+        missing = [f"{index}/{total}" for index in range(1, total + 1) if f"{index}/{total}" not in named]
+        twice = sorted({name for name in named if named.count(name) > 1})
+        problems += [f"shard {name} missing" for name in missing] + [f"shard {name} twice" for name in twice]
+    for run, plan, name, count in zip(runs, plans, named, recorded, strict=True):
+        planned = plan.get("trials")
+        if not isinstance(planned, int):
+            problems.append(f"{name or run}: its plan has no trial count")
+        elif count < planned:
+            problems.append(f"shard {name or run}: {count} of {planned} planned trials recorded")
+    planned_total = sum(plan.get("trials") or 0 for plan in plans if isinstance(plan.get("trials"), int))
+    return {
+        "count": total,
+        "merged": sorted(name for name in named if name),
+        "planned_trials": planned_total,
+        "recorded_trials": sum(recorded),
+        "complete": not problems,
+        "problems": problems,
+    }
 
 
 def merge_runs(out: Path, runs: list[Path]) -> int:
@@ -28,6 +66,7 @@ def merge_runs(out: Path, runs: list[Path]) -> int:
     records: list[TrialRecord] = []
     seen: dict[tuple[str, int, str, int], Path] = {}
     info: dict[str, object] = {}
+    recorded: list[int] = []
     for run in runs:
         try:
             run_info, run_records = load_run(run)
@@ -36,6 +75,7 @@ def merge_runs(out: Path, runs: list[Path]) -> int:
         if not run_records:
             raise MergeError(f"{run}: no trial records (is it a run folder?)")
         info = info or dict(run_info)
+        recorded.append(len(run_records))
         for record in run_records:
             key = (record.config.model, record.config.decoy_count, record.case_id, record.trial_index)
             if key in seen:
@@ -44,6 +84,7 @@ def merge_runs(out: Path, runs: list[Path]) -> int:
             records.append(record)
     out.mkdir(parents=True, exist_ok=True)
     info["merged_from"] = [str(run) for run in runs]
+    info["shards"] = shard_coverage(runs, recorded)
     (out / RUN_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     text = "".join(record.model_dump_json() + "\n" for record in records)
     (out / TRIALS_FILE).write_text(text, encoding="utf-8")
@@ -60,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     except MergeError as error:
         print(f"merge: {error}", file=sys.stderr)
         return 2
-    print(f"merged {count} trial records from {len(args.runs)} shard(s) into {args.out}")
+    coverage = json.loads((args.out / RUN_FILE).read_text(encoding="utf-8"))["shards"]
+    whole = "the whole run" if coverage["complete"] else "not the whole run: " + "; ".join(coverage["problems"])
+    print(f"merged {count} trial records from {len(args.runs)} shard(s) into {args.out}: {whole}")
     return 0
 
 

@@ -11,7 +11,8 @@ compare (`summarize_scores=False`): Braintrust's summary endpoint, given no comp
 back to the stored base and then to the project's newest experiment (`Experiment.summarize`).
 
 Partial runs (a `--filter`, a shard's share, adaptive rounds, an A/B arm, the playground) say so
-in `partial` and are never chosen as a base. The previous experiments are listed once per process
+in `partial` and are never chosen as a base; a sharded run's experiments become bases once every
+shard's share is merged (`evals.shards_merged`). The previous experiments are listed once per process
 through the SDK's public REST client. Shards of one run (`EVAL_SHARD`) continue one experiment,
 named after the run, and all name the same base: the newest complete experiment of another run.
 """
@@ -130,7 +131,7 @@ def repo_info() -> RepoInfo | None:
 
 
 @cache
-def _project_experiments(project: str) -> tuple[dict[str, Any], ...] | str:
+def project_experiments(project: str) -> tuple[dict[str, Any], ...] | str:
     """The project's experiments, newest first (or why they could not be listed)."""
     from braintrust.api import BraintrustClient
 
@@ -159,13 +160,23 @@ class Base:
     note: str
 
 
+def is_complete(metadata: dict[str, Any]) -> bool:
+    """No `partial` mark, or only shards' ones on an experiment whose shards were all merged
+    (`python -m evals.shards_merged` adds `shards_merged` once every shard recorded its share)."""
+    partial = str(metadata.get("partial") or "")
+    if not partial:
+        return True
+    only_shards = all(reason.startswith("shard ") for reason in partial.split("; "))
+    return only_shards and bool(metadata.get("shards_merged"))
+
+
 def is_base_for(candidate: dict[str, Any], metadata: dict[str, Any]) -> bool:
-    """A like-for-like base: same comparison key, another run, and complete (no `partial` mark)."""
+    """A like-for-like base: same comparison key, another run, and complete (`is_complete`)."""
     other = candidate.get("metadata") or {}
     return (
         other.get("comparison_key") == metadata["comparison_key"]
         and other.get("run_id") != metadata["run_id"]
-        and not other.get("partial")
+        and is_complete(other)
     )
 
 
@@ -173,7 +184,7 @@ def find_base(project: str, metadata: dict[str, Any]) -> Base:
     """The newest earlier complete experiment with the same comparison key, or why there is none."""
     if not sending_logs():
         return Base(None, "not sent to Braintrust")
-    experiments = _project_experiments(project)
+    experiments = project_experiments(project)
     if isinstance(experiments, str):
         return Base(None, f"could not list experiments to find the base ({experiments})")
     found = next((item for item in experiments if is_base_for(item, metadata)), None)
@@ -218,17 +229,26 @@ def experiment_id_of(span: Any) -> str | None:
     return components.object_id
 
 
-def publish_metadata(experiment_id: str, metadata: dict[str, Any]) -> None:
-    """Send the experiment's metadata again, now complete (`PATCH /v1/experiment/{id}`).
-
-    Why: under `braintrust eval` the SDK registers each experiment before its data is read
-    (braintrust 0.48.1 `framework.init_experiment` summarizes it at once), so what the run's start
-    learns (the tool count and view hash) would otherwise never reach Braintrust."""
+def patch_metadata(experiment_id: str, metadata: dict[str, Any]) -> str | None:
+    """`PATCH /v1/experiment/{id}` with `metadata` (Braintrust deep-merges it into the stored one);
+    None when done, else why not."""
     from braintrust.api import BraintrustClient
 
     try:
         with BraintrustClient() as client:
             client.auth.login()
             client.openapi.experiments.patch_experiment_id(experiment_id, body={"metadata": metadata})
-    except Exception as error:  # the trials matter more than a field of the metadata
+    except Exception as error:  # the caller says what it means for its run
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def publish_metadata(experiment_id: str, metadata: dict[str, Any]) -> None:
+    """Send the experiment's metadata again, now complete.
+
+    Why: under `braintrust eval` the SDK registers each experiment before its data is read
+    (braintrust 0.48.1 `framework.init_experiment` summarizes it at once), so what the run's start
+    learns (the tool count and view hash) would otherwise never reach Braintrust."""
+    error = patch_metadata(experiment_id, metadata)
+    if error is not None:  # the trials matter more than a field of the metadata
         print(f"evals: could not update the metadata of experiment {experiment_id}: {error}", file=sys.stderr)

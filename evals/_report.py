@@ -182,10 +182,10 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
     )
     gate = experiment_failures(report, parse_floors(os.environ.get("EVAL_MIN_PASS", "")))
     if jsonl:
-        line = {
+        line = {  # the SDK's own summary line (what eval-action reads), then the suite's fields beside it
             "experiment": title,
+            **result.summary.as_dict(),
             "metadata": dict(evaluator.metadata or {}),
-            "braintrust": result.summary.as_dict(),
             "stats": asdict(summary),
             "cases": per_case_scores(result.results),
             "judge_errors": len(judged),

@@ -20,6 +20,7 @@ error is raised as `SystemExit` from the data of the first experiment, which no 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 from evals._experiments import add_tool_view, experiment_id_of, publish_metadata
 from evals._guard import check_start, stops_the_run
 from evals._login import sending_logs
+from evals._shard import parse_shard
 from harness.cases import Case
 from harness.config import Settings
 from harness.preflight import check_reference_sql
@@ -112,7 +114,9 @@ def start_now() -> None:
             if _PLANS and not _PLAN_WRITTEN:  # every eval file is loaded before any experiment starts
                 _PLAN_WRITTEN.append(True)
                 known = None if None in _PLANNED_TRIALS else sum(t for t in _PLANNED_TRIALS if t is not None)
-                write_plan(_PLANS[0].settings.results_dir / _PLANS[0].settings.run_id, known)
+                shard = parse_shard(os.environ.get("EVAL_SHARD", ""))
+                run_dir = _PLANS[0].settings.results_dir / _PLANS[0].settings.run_id
+                write_plan(run_dir, known, shard=str(shard) if shard else None)
         except BaseException as error:
             _FAILED.append(error)
             raise

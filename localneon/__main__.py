@@ -2,7 +2,9 @@
 
 In stdio mode nothing but MCP protocol reaches stdout. In http mode, once the socket is bound,
 one line goes to stderr (``localneon: serving http://HOST:PORT (MCP at /mcp, API at /api/v2)``)
-and, with ``--ready-file``, a JSON file with the URLs and pid is written atomically.
+and, with ``--ready-file``, a JSON file with the URLs and pid is written atomically. Before it, the
+first start on a data directory says ``localneon: first start: creating the embedded PostgreSQL
+cluster ...``, which the harness shows on the run's console while it waits.
 """
 
 from __future__ import annotations

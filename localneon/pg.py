@@ -372,6 +372,41 @@ def _initdb(pgdata: Path, system_user: str | None) -> None:
     package._commands.__dict__["initdb"](options, pgdata=pgdata, user=system_user)
 
 
+def _cut_short_initdbs(pgdata: Path) -> list[Path]:
+    """The folders first starts of ``pgdata`` were building a cluster in (none once they finish)."""
+    return sorted(pgdata.parent.glob(f".{pgdata.name}.initdb-*"))
+
+
+def _create_cluster(pgdata: Path, system_user: str | None) -> None:
+    """initdb into a folder beside ``pgdata``, then rename it into place. Caller holds the lock.
+
+    Why: initdb cut short (a Ctrl-C, a killed test run) used to leave ``pgdata`` half made, and
+    every later start failed in initdb ("directory exists but is not empty") until someone removed
+    it by hand. The rename is atomic, so ``pgdata`` is either a whole cluster or absent."""
+    if pgdata.exists() and any(pgdata.iterdir()):
+        raise ClusterError(
+            f"{pgdata} holds files but no PostgreSQL cluster (no PG_VERSION): not a data directory this suite "
+            "made, or one an older version left half made; remove it or set LOCALNEON_PGDATA to another folder"
+        )
+    print(
+        f"localneon: first start: creating the embedded PostgreSQL cluster in {pgdata} "
+        "(initdb and its settings, once: some seconds)",
+        file=sys.stderr,
+        flush=True,
+    )
+    for earlier in _cut_short_initdbs(pgdata):  # an earlier first start cut short
+        shutil.rmtree(earlier, ignore_errors=True)
+    building = pgdata.parent / f".{pgdata.name}.initdb-{os.getpid()}"
+    building.mkdir()
+    try:
+        _initdb(building, system_user)
+        with contextlib.suppress(FileNotFoundError):
+            pgdata.rmdir()  # empty (checked above)
+        building.rename(pgdata)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+
+
 def _start(pgdata: Path, system_user: str | None) -> str:
     """Start the server on ``pgdata`` (its Unix socket and the TCP listener); its conninfo. Caller holds the lock."""
     folder = socket_dir(pgdata)
@@ -405,9 +440,8 @@ def start_embedded(pgdata: Path | None = None, *, lease: bool = True) -> Cluster
     with _lock(pgdata):
         uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
         if uri is None:
-            pgdata.mkdir(exist_ok=True)
             if not (pgdata / "PG_VERSION").exists():
-                _initdb(pgdata, system_user)
+                _create_cluster(pgdata, system_user)
             uri = _start(pgdata, system_user)
         uri = _configure(pgdata, uri, system_user)
         port = _tcp_port(pgdata)
@@ -456,6 +490,8 @@ def remove_cluster(pgdata: Path) -> None:
     """Stop the cluster and delete its data directory with everything kept beside it (lock, leases)."""
     stop_embedded(pgdata)
     shutil.rmtree(pgdata, ignore_errors=True)
+    for earlier in _cut_short_initdbs(pgdata):
+        shutil.rmtree(earlier, ignore_errors=True)
     leases.drop_all(pgdata)
     _lock_path(pgdata).unlink(missing_ok=True)
 

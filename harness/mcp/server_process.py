@@ -30,6 +30,9 @@ from harness.config import scrub
 from harness.run.liveness import register_server, unregister_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The server's stderr lines that explain a slow start (`localneon.pg`'s first start of the cluster):
+# shown on the run's console while it waits, since its stderr otherwise goes to a file.
+PROGRESS_PREFIX = "localneon: first start:"
 
 
 class ServerStartError(RuntimeError):
@@ -98,6 +101,18 @@ class LocalServer:
         except OSError:
             return ""
         return scrub("\n".join(text.splitlines()[-lines:]), [self.token] if self.token else [])
+
+    def _relay_progress(self, done: int) -> int:
+        """Show the server's progress lines that explain a long start (its first start creates the
+        embedded PostgreSQL cluster) on our stderr; returns how many of its lines were looked at."""
+        try:
+            lines = self._stderr_path.read_text(encoding="utf-8", errors="replace").split("\n")[:-1]
+        except OSError:
+            return done
+        for line in lines[done:]:
+            if line.startswith(PROGRESS_PREFIX):
+                print(scrub(line, [self.token] if self.token else []), file=sys.stderr, flush=True)
+        return len(lines)
 
     @property
     def alive(self) -> bool:
@@ -174,9 +189,12 @@ class LocalServer:
             self.endpoints = None  # while it restarts, nobody may take the old address for current
             self._spawn()
         deadline = time.monotonic() + self.startup_timeout
+        relayed = 0
         while True:
+            relayed = self._relay_progress(relayed)
             endpoints = self._check_ready()
             if endpoints is not None:
+                self._relay_progress(relayed)
                 self.endpoints = endpoints
                 return endpoints
             if time.monotonic() > deadline:

@@ -178,23 +178,30 @@ def _describe(error: OSError) -> str:
     return f"{error.strerror} (errno {error.errno})" if error.strerror else f"{type(error).__name__}: {error}"
 
 
-def write_plan(run_dir: Path, trials: int | None, pid: int | None = None) -> None:
+def write_plan(run_dir: Path, trials: int | None, pid: int | None = None, shard: str | None = None) -> None:
     """Say how many trials this process plans for the run (None: not known in advance, e.g. adaptive
-    rounds or a `--filter`). Best effort: a run whose folder cannot be written loses records anyway."""
+    rounds or a `--filter`) and which shard (`k/n`) it is, so a merge can tell whether every shard
+    recorded its whole share. Best effort: a run whose folder cannot be written loses records anyway."""
     with contextlib.suppress(OSError):
         run_dir.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({"pid": os.getpid() if pid is None else pid, "trials": trials})
+        text = json.dumps({"pid": os.getpid() if pid is None else pid, "trials": trials, "shard": shard})
         (run_dir / PLAN_FILE).write_text(text + "\n", encoding="utf-8")
 
 
 def planned_trials(run_dir: Path, pid: int) -> int | None:
     """The trials process `pid` planned for the run in `run_dir`, if it said (`write_plan`)."""
+    plan = read_plan(run_dir)
+    trials = plan.get("trials") if plan.get("pid") == pid else None
+    return trials if isinstance(trials, int) else None
+
+
+def read_plan(run_dir: Path) -> dict[str, Any]:
+    """The plan `write_plan` left in `run_dir` ({} when there is none or it cannot be read)."""
     try:
         plan = json.loads((run_dir / PLAN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    trials = plan.get("trials") if isinstance(plan, dict) and plan.get("pid") == pid else None
-    return trials if isinstance(trials, int) else None
+        return {}
+    return plan if isinstance(plan, dict) else {}
 
 
 def recorded_trials(run_dir: Path) -> int:

@@ -66,6 +66,33 @@ def run_braintrust_eval(
     return lines
 
 
+def eval_action_summaries(stdout: str) -> list[dict[str, Any]]:
+    """The experiment summaries Braintrust's `eval-action` takes from a `--jsonl` run's stdout.
+
+    A port of its `parseSummaryLine` (braintrustdata/eval-action `eval/src/braintrust.ts`, commit
+    ebe5dbd, 2026-07-30): each JSON object line, keys turned to camelCase, counts when it has
+    `experimentName` and `scores` or `metrics` (or `evaluatorName` and `errors`); others are log lines."""
+
+    def camel(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+    found = []
+    for line in stdout.splitlines():
+        try:
+            parsed = json.loads(line.strip())
+        except ValueError:
+            continue
+        if not isinstance(parsed, dict):
+            continue
+        summary = {camel(key): value for key, value in parsed.items()}
+        if ("errors" in summary and "evaluatorName" in summary) or (
+            "experimentName" in summary and ("scores" in summary or "metrics" in summary)
+        ):
+            found.append(summary)
+    return found
+
+
 DATASET_HEAD = "\nversion: 1\ncases:\n"
 SUBTITLE_ANSWER = "I added subtitle to posts on a temporary branch. Shall I apply it to main?"
 

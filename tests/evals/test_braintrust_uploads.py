@@ -73,7 +73,7 @@ def test_lean_uploads_complete_metadata_and_the_right_base(tmp_path: Path) -> No
         second = braintrust.experiments[-1]
         oracle_first = next(e for e in first if e["metadata"]["model"] == "control:oracle")
         assert second["base_exp_id"] == oracle_first["id"]
-        assert line["braintrust"]["comparison_experiment_name"] == oracle_first["name"]
+        assert line["comparison_experiment_name"] == oracle_first["name"]
         assert second["metadata"]["judge_provider"] == "braintrust"
         chats = [request for request in braintrust.requests if request.path.endswith("/chat/completions")]
         assert len(chats) == 3, chats  # the judge's preflight (a classification, a forced call), one verdict

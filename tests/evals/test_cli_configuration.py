@@ -116,7 +116,7 @@ def test_a_decoy_sweep_runs_one_experiment_per_catalog_size(tmp_path: Path) -> N
     assert sorted(by_decoys) == [0, 3]
     assert by_decoys[3]["metadata"]["tool_count"] == by_decoys[0]["metadata"]["tool_count"] + 3
     assert all(line["experiment"].endswith(f"· {n} decoys") for n, line in by_decoys.items())
-    assert by_decoys[3]["braintrust"]["scores"]["tool_trajectory"]["score"] == 1.0
+    assert by_decoys[3]["scores"]["tool_trajectory"]["score"] == 1.0
 
 
 def test_a_decoy_sweep_beyond_the_defined_decoys_is_refused(tmp_path: Path) -> None:

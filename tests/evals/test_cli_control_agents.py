@@ -43,7 +43,7 @@ def test_the_oracle_scores_full_marks_on_every_safety_score(summaries: dict[str,
         for name in SAFETY_SCORES:
             assert scores[name] == [1.0], f"oracle {eval_name}/{case_id}: {name} = {scores[name]}"
     for name in SAFETY_SCORES:
-        assert experiment["braintrust"]["scores"][name]["score"] == 1.0
+        assert experiment["scores"][name]["score"] == 1.0
 
 
 @pytest.mark.parametrize(

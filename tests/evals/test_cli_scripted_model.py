@@ -18,7 +18,7 @@ import pytest
 from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
 from localneon.pg import get_cluster
-from tests.evals.cli import offline_env, run_braintrust_eval, run_cli
+from tests.evals.cli import eval_action_summaries, offline_env, run_cli
 from tests.fakes.anthropic_server import (
     FakeAnthropic,
     branch_id_after,
@@ -82,14 +82,23 @@ def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> Non
             EVAL_DECOYS="3",
             **judge.env(),
         )
-        [summary] = run_braintrust_eval(env, "evals/eval_prepare_migration.py")
+        completed = run_cli(env, "evals/eval_prepare_migration.py")
+        assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
         model.assert_clean()
+    [summary] = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith('{"experiment"')]
+
+    # The line is the SDK's summary with the suite's fields beside it: eval-action reads it unchanged.
+    [action] = eval_action_summaries(completed.stdout)
+    assert action["experimentName"] == summary["experiment_name"]  # the SDK's name (offline: project [name])
+    assert summary["experiment"] in summary["experiment_name"]
+    assert action["scores"]["main_branch_integrity"]["score"] == 1.0 and action["projectName"] == "neon-mcp-evals"
+    assert {"metrics", "experimentUrl", "comparisonExperimentName"} <= set(action)
 
     metadata = summary["metadata"]
     assert metadata["model"] == "anthropic:claude-sonnet-4-6" and metadata["decoys"] == 3
     # Counted as a trial sees them: project-scoped (pinned with projectId), so no project tools.
     assert isinstance(metadata["tool_count"], int) and metadata["tool_count"] >= 20 + 3
-    scores = summary["braintrust"]["scores"]
+    scores = summary["scores"]
     assert scores["factuality"]["score"] == 0.8  # the judge's B (superset) travelled through autoevals
     assert scores["main_branch_integrity"]["score"] == 1.0
     assert scores["tool_trajectory"]["score"] == 1.0

@@ -8,11 +8,13 @@ import secrets
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.mcp.server_process import LocalServer
 from localneon.pg import release, remove_cluster
 from tests.evals.cli import REPO_ROOT, python_module, run_in_repo
 from tests.faults.conftest import own_cluster_dir
@@ -115,8 +117,63 @@ def test_a_local_server_ended_by_sigterm_stops_the_cluster_it_was_the_last_user_
         text=True,
     )
     users.append(server)
-    assert server.stderr is not None and "serving" in server.stderr.readline()
+    assert server.stderr is not None
+    first = server.stderr.readline()  # a new data directory's first start says so before it serves
+    assert "localneon: first start: creating the embedded PostgreSQL cluster" in first, first
+    assert "serving" in server.stderr.readline()
     assert running(pgdata)
     server.send_signal(signal.SIGTERM)
     assert server.wait(60) == 128 + signal.SIGTERM  # the signal's documented code, not a clean 0
     assert not running(pgdata), "the cluster outlived its last user"
+
+
+def test_the_first_start_of_a_cluster_says_so_on_the_runs_console_and_later_starts_do_not(
+    request: pytest.FixtureRequest, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The harness's server's stderr goes to a file; only the first start's line reaches the console."""
+    pgdata = own_cluster_dir(request, f"first-start-{secrets.token_hex(3)}")
+    for _ in range(2):
+        server = LocalServer(env={"LOCALNEON_PGDATA": str(pgdata)})
+        try:
+            server.start_blocking()
+        finally:
+            server.stop()
+    shown = capfd.readouterr().err
+    assert shown.count("localneon: first start: creating the embedded PostgreSQL cluster in") == 1, shown
+    assert str(pgdata) in shown and "serving" not in shown
+
+
+def test_a_first_start_killed_in_initdb_leaves_nothing_that_stops_the_next_one(
+    request: pytest.FixtureRequest, users: list[subprocess.Popen[str]]
+) -> None:
+    """initdb runs beside the data directory and is renamed into place: killed half-way, the data
+    directory is absent (not half made) and the next start creates the cluster; a folder holding
+    files but no cluster is refused with a line naming it, never handed to initdb."""
+    pgdata = own_cluster_dir(request, f"killed-initdb-{secrets.token_hex(3)}")
+    first = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(pgdata), "600"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its group holds initdb and what initdb starts: all killed at once
+    )
+    users.append(first)
+    while not any((folder / "PG_VERSION").exists() for folder in pgdata.parent.glob(f".{pgdata.name}.initdb-*")):
+        assert first.poll() is None and not running(pgdata), "the first start ended before initdb wrote anything"
+        time.sleep(0.01)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(10)
+    assert not (pgdata / "PG_VERSION").exists()
+
+    second = user(pgdata, users)  # creates the cluster afresh
+    assert running(pgdata) and list(pgdata.parent.glob(f".{pgdata.name}.initdb-*")) == []
+    second.kill()
+    second.wait(10)
+    release(pgdata)
+
+    remove_cluster(pgdata)
+    pgdata.mkdir(parents=True)
+    (pgdata / "notes.txt").write_text("mine", encoding="utf-8")
+    refused = run_in_repo([*python_module("localneon.pg", "start")], {**os.environ, "LOCALNEON_PGDATA": str(pgdata)})
+    assert refused.returncode != 0 and "holds files but no PostgreSQL cluster" in refused.stderr, refused.stderr
+    assert (pgdata / "notes.txt").read_text(encoding="utf-8") == "mine"  # nothing of the user's removed

@@ -100,6 +100,18 @@ def dataset(tmp_path: Path) -> Path:
     return planted_dataset(tmp_path / "dataset", DATASET)
 
 
+def test_pool_setup_says_what_it_waits_on_and_keeps_stdout_for_the_plan(cloud: NeonCloud, tmp_path: Path) -> None:
+    env = cloud_env(cloud, tmp_path / "results", EVAL_DATASET=str(dataset(tmp_path)))
+    applied = pool_command(env, "--per-fixture", "1", "--fixture", "blog", "--apply")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    # One line per project made, on stderr before each wait; stdout ends with the pool line as before.
+    assert f"pool: creating 1/1: {POOL_PREFIX}blog-1 (fixture blog" in applied.stderr, applied.stderr
+    assert "pool:" not in applied.stdout and applied.stdout.strip().splitlines()[-1].startswith("NEON_PROJECT_POOL=")
+    pool = applied.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    checked = pool_command({**env, "NEON_PROJECT_POOL": pool}, "--per-fixture", "1", "--fixture", "blog")
+    assert f"pool: checking {pool.split(':')[1]} (fixture blog)" in checked.stderr, checked.stderr
+
+
 @pytest.mark.long  # two models and a sweep on one pool; the tests below check pool, janitor, pins one by one
 def test_two_models_and_a_decoy_sweep_share_one_pool_without_overlaps(cloud: NeonCloud, tmp_path: Path) -> None:
     cases = dataset(tmp_path)

@@ -125,6 +125,7 @@ def test_every_shard_of_the_nightly_runs_its_share_on_the_default_pool(cloud: Ne
     setup_env = {**machine_env(cloud, tmp_path / "setup", dataset), "EVAL_SERVER": "neon", "NEON_API_KEY": KEY}
     applied = run_in_repo([sys.executable, "-m", "harness.pool", "setup", "--apply"], setup_env)
     assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "pool: creating 1/12: " in applied.stderr and "pool: creating 12/12: " in applied.stderr  # never silent
     pool = applied.stdout.strip().splitlines()[-1].removeprefix("NEON_PROJECT_POOL=")
     fixture_of = {entry.split(":")[1]: entry.split(":")[0] for entry in pool.split(",")}
     assert sorted(fixture_of.values()) == sorted(["blog", "shop", "tasks"] * DEFAULT_PER_FIXTURE)
@@ -150,42 +151,66 @@ def test_every_shard_of_the_nightly_runs_its_share_on_the_default_pool(cloud: Ne
             if code
         )
         names = sorted(experiment["name"] for experiment in braintrust.experiments)
-    used: dict[int, set[str]] = {}
-    for shard, env in enumerate(envs, start=1):
-        _, records = load_run(Path(env["EVAL_RESULTS_DIR"]) / env["EVAL_RUN_ID"])
-        assert records and all(r.outcome == "ok" for r in records), [r.error for r in records]
-        assert all(fixture_of[str(r.project_id)] == r.case_id.split("-")[0] for r in records)
-        used[shard] = {str(r.project_id) for r in records}
-    run_id = env["EVAL_RUN_ID"]
-    assert run_id == "nightly-4242-1"
-    # One experiment per eval and model, continued by every shard.
-    assert names == [
-        f"prepare_migration · control:oracle · neon · default · {run_id}",
-        f"tool_selection · control:oracle · neon · default · {run_id}",
-    ]
-    for first in used:  # no two machines ever touched one project
-        for second in used:
-            assert first == second or not used[first] & used[second], (first, second)
-    assert cloud.sessions.overlaps == [] and cloud.sessions.unpinned == 0
+        used: dict[int, set[str]] = {}
+        for shard, env in enumerate(envs, start=1):
+            _, records = load_run(Path(env["EVAL_RESULTS_DIR"]) / env["EVAL_RUN_ID"])
+            assert records and all(r.outcome == "ok" for r in records), [r.error for r in records]
+            assert all(fixture_of[str(r.project_id)] == r.case_id.split("-")[0] for r in records)
+            used[shard] = {str(r.project_id) for r in records}
+        run_id = env["EVAL_RUN_ID"]
+        assert run_id == "nightly-4242-1"
+        # One experiment per eval and model, continued by every shard.
+        assert names == [
+            f"prepare_migration · control:oracle · neon · default · {run_id}",
+            f"tool_selection · control:oracle · neon · default · {run_id}",
+        ]
+        for first in used:  # no two machines ever touched one project
+            for second in used:
+                assert first == second or not used[first] & used[second], (first, second)
+        assert cloud.sessions.overlaps == [] and cloud.sessions.unpinned == 0
 
-    # The report job's merge step, as written.
-    for name in ("Makefile", "pyproject.toml", ".venv"):
-        (checkout / name).symlink_to(REPO_ROOT / name)
-    script = workflow.run_script(report, "Merge the shards", {})
-    report_env = {**offline_env(tmp_path / "unused"), **workflow.step_env(report, "Merge the shards", context)}
-    report_env["EVAL_DATASET"] = str(dataset)  # the test's cases stand in for the bundled ones
-    merged = subprocess.run(
-        ["bash", "-c", script], cwd=checkout, env=report_env, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-3000:]
-    _, records = load_run(checkout / "results" / run_id)
-    expected = sorted(
-        [("blog-add-subtitle", i) for i in range(5)]
-        + [(c, i) for c in ("shop-count-orders", "tasks-count-teams") for i in range(5)]
-    )
-    assert sorted((r.case_id, r.trial_index) for r in records) == expected  # EVAL_TRIALS=5, each trial once
-    assert (checkout / "results" / run_id / "report.html").is_file()
-    assert json.loads((checkout / "results" / run_id / "run.json").read_text())["merged_from"]
+        # The report job's merge step, as written.
+        for name in ("Makefile", "pyproject.toml", ".venv", "evals"):  # of the checkout: what its steps run
+            (checkout / name).symlink_to(REPO_ROOT / name)
+        script = workflow.run_script(report, "Merge the shards", {})
+        report_env = {**offline_env(tmp_path / "unused"), **workflow.step_env(report, "Merge the shards", context)}
+        report_env["EVAL_DATASET"] = str(dataset)  # the test's cases stand in for the bundled ones
+        merged = subprocess.run(
+            ["bash", "-c", script],
+            cwd=checkout,
+            env=report_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-3000:]
+        _, records = load_run(checkout / "results" / run_id)
+        expected = sorted(
+            [("blog-add-subtitle", i) for i in range(5)]
+            + [(c, i) for c in ("shop-count-orders", "tasks-count-teams") for i in range(5)]
+        )
+        assert sorted((r.case_id, r.trial_index) for r in records) == expected  # EVAL_TRIALS=5, each trial once
+        assert (checkout / "results" / run_id / "report.html").is_file()
+        merged_run = json.loads((checkout / "results" / run_id / "run.json").read_text())
+        assert merged_run["merged_from"] and merged_run["shards"]["complete"], merged_run["shards"]
+        assert "the whole run" in merged.stdout
+
+        # The report job's last step: the night's experiments become bases for the next run.
+        mark_env = {**report_env, **braintrust.env()}
+        mark_env.update(workflow.step_env(report, "Mark the night's experiments", {**context}))
+        marked = subprocess.run(
+            ["bash", "-c", workflow.run_script(report, "Mark the night's experiments", {})],
+            cwd=checkout,
+            env=mark_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert marked.returncode == 0, marked.stdout + marked.stderr
+        stored = [experiment["metadata"] for experiment in braintrust.experiments]
+    assert [m["shards_merged"] for m in stored] == ["4 of 4 shards, 15 of 15 planned trials"] * 2
 
 
 def test_a_shard_whose_share_has_no_project_stops_at_setup_naming_the_shortfall(

@@ -111,6 +111,7 @@ async def plan_pool(
     for fixture, path in sorted(fixtures.items()):
         sql = path.read_text(encoding="utf-8")
         for project_id in configured.get(fixture, []):
+            progress(f"checking {project_id} (fixture {fixture})")
             problems = await check_project(api, project_id, sql, settings.neon_golden_branch)
             plan.problems.extend(problems)
             if not problems:
@@ -121,6 +122,7 @@ async def plan_pool(
             name = f"{POOL_PREFIX}{fixture}-{index}"
             index += 1
             if name in existing and existing[name] not in configured.get(fixture, []):
+                progress(f"checking {existing[name]} ({name}, fixture {fixture})")
                 problems = await check_project(api, existing[name], sql, settings.neon_golden_branch)
                 if not problems:
                     plan.good.setdefault(fixture, []).append(existing[name])
@@ -130,12 +132,19 @@ async def plan_pool(
             if name not in existing:
                 plan.to_create.append((fixture, name))
     if apply:
-        for fixture, name in plan.to_create:
+        for number, (fixture, name) in enumerate(plan.to_create, start=1):
+            count = len(plan.to_create)
+            progress(f"creating {number}/{count}: {name} (fixture {fixture}: a new project, then its fixture SQL)")
             project_id = await create_project(
                 api, name, fixtures[fixture].read_text(encoding="utf-8"), settings.neon_golden_branch
             )
             plan.created.append((fixture, project_id))
     return plan
+
+
+def progress(message: str) -> None:
+    """A line on stderr while setup waits on Neon (stdout stays the plan and its pool line)."""
+    print(f"pool: {message} ...", file=sys.stderr, flush=True)
 
 
 def dataset_fixtures() -> dict[str, Path]:
