@@ -28,7 +28,7 @@ THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$statu
 CORES := $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( (3 * $(CORES) + 1) / 2 )); [ $$n -gt 4 ] && n=4; echo $$n))
 
-.PHONY: eval test test-long check lint typecheck clean server janitor pool bench calibrate ab smoke npm
+.PHONY: eval test test-long check lint typecheck clean server janitor pool dataset bench calibrate ab smoke npm
 
 # What the project installs into the venv (`make PIP_INSTALL_ARGS=-e . ...` to leave out the dev tools).
 PIP_INSTALL_ARGS ?= -e '.[dev]'
@@ -104,6 +104,9 @@ janitor: $(STAMP)  ## Delete leftovers of crashed runs (see docs/servers.md).
 
 pool: $(STAMP)  ## Check the Neon pool projects and say what setup would create (dry run; see docs/servers.md).
 	$(PY) -m harness.pool setup
+
+dataset: $(STAMP)  ## Push each scenario's changed cases to its Braintrust dataset (docs/braintrust.md#datasets).
+	$(PY) -m evals.dataset push
 
 bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness's own per-trial overhead.
 	@$(call THEN_STOP,$(PY) -m localneon.bench && $(PY) -m harness.measure.bench && $(PY) -m evals.bench_list,$(STOP_PG))

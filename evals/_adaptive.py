@@ -272,8 +272,10 @@ def define_rounds(
     schedule per decoy count, shared by both arms)."""
     from braintrust import Eval
 
+    from evals._experiments import comparison_arguments
     from evals._report import REPORTER
     from evals._scoring import observed
+    from evals._start import record_dataset_at_start
     from evals._task import experiment_metadata, make_task, rows
     from scorers.adapters import SCORERS
 
@@ -300,6 +302,7 @@ def define_rounds(
         for title, arm, settings in group:
             metadata = experiment_metadata(eval_name, settings, cases, plan.max_trials)
             metadata["adaptive"] = rounds.metadata
+            record_dataset_at_start(project, scenario, cases, metadata)
             if len(group) > 1:
                 metadata["ab_arm"] = arm
             decoy_part = f" · {settings.decoys} decoys" if sweep or settings.decoys else ""
@@ -308,11 +311,12 @@ def define_rounds(
                 project,
                 experiment_name=name,
                 data=cast(Any, rounds.data(arm, row_builder)),  # an async generator: the SDK takes it
-                task=make_task(settings, rounds.recorder(arm)),
+                task=make_task(settings, scenario, rounds.recorder(arm)),
                 scores=[observed(scorer) for scorer in SCORERS],  # judge errors and damage are counted
                 trial_count=1,
                 max_concurrency=concurrency,
                 metadata=metadata,
                 tags=[scenario, settings.model.split(":", 1)[0], *(["ab"] if len(group) > 1 else [])],
                 reporter=REPORTER,
+                **comparison_arguments(project, name, metadata),  # like for like, or none (never one picked for it)
             )

@@ -114,6 +114,7 @@ def experiment_metadata(
         "cases": len(cases),
         "dataset": os.environ.get("EVAL_DATASET") or "bundled",
         "dataset_hash": dataset_hash(cases),
+        "braintrust_dataset": None,  # keyed runs: the pushed dataset these cases are (evals.dataset), at start
         "git_commit": git_commit(),
         "run_id": settings.run_id,
         "shard": str(shard) if shard else None,

@@ -9,7 +9,8 @@ experiment's data (`with_start`) or, for rounds whose data is built elsewhere, t
 first trial.
 
 The experiment's tool count and view hash are filled into its metadata then (the reporter reads
-the same dict). Under `braintrust eval` the SDK has registered the experiment by then
+the same dict), and for keyed runs which pushed Braintrust dataset its cases are
+(`evals.dataset`). Under `braintrust eval` the SDK has registered the experiment by then
 (braintrust 0.48.1 `framework.init_experiment` summarizes it at once), so each experiment's first
 task sends the completed metadata again (`publish_started_metadata`).
 
@@ -30,6 +31,7 @@ from evals._experiments import add_tool_view, experiment_id_of, publish_metadata
 from evals._guard import check_start, stops_the_run
 from evals._login import sending_logs
 from evals._shard import parse_shard
+from evals.dataset import recorded_version
 from harness.cases import Case
 from harness.config import Settings
 from harness.preflight import check_reference_sql
@@ -51,6 +53,8 @@ class StartPlan:
 
 _PLANS: list[StartPlan] = []
 _PENDING_METADATA: list[tuple[Settings, dict[str, Any]]] = []
+_PENDING_DATASETS: list[tuple[str, str, list[Case], dict[str, Any]]] = []  # (project, scenario, cases, metadata)
+_DATASET_VERSIONS: dict[tuple[str, str, str], dict[str, Any]] = {}
 # Every experiment's metadata by (settings, scenario), which a task knows, and which were sent again.
 _METADATA: dict[tuple[Settings, str], dict[str, Any]] = {}
 _PUBLISHED: set[tuple[Settings, str]] = set()
@@ -70,6 +74,20 @@ def plan_start(settings: Settings, cases: list[Case]) -> StartPlan:
     plan = StartPlan(settings, list(cases))
     _PLANS.append(plan)
     return plan
+
+
+def record_dataset_at_start(project: str, scenario: str, cases: list[Case], metadata: dict[str, Any]) -> None:
+    """Have the run's start say in `metadata` which pushed Braintrust dataset its cases are (keyed runs)."""
+    if sending_logs():
+        _PENDING_DATASETS.append((project, scenario, list(cases), metadata))
+
+
+def _dataset_version(project: str, scenario: str, cases: list[Case]) -> dict[str, Any]:
+    """Asked of Braintrust once per project, scenario and set of cases (every model's experiment shares it)."""
+    key = (project, scenario, ",".join(f"{case.id}:{case.content_hash()}" for case in cases))
+    if key not in _DATASET_VERSIONS:
+        _DATASET_VERSIONS[key] = recorded_version(project, scenario, cases)
+    return _DATASET_VERSIONS[key]
 
 
 def fill_at_start(settings: Settings, scenario: str, metadata: dict[str, Any]) -> None:
@@ -111,6 +129,9 @@ def start_now() -> None:
             while _PENDING_METADATA:
                 settings, metadata = _PENDING_METADATA.pop(0)
                 add_tool_view(metadata, settings)
+            while _PENDING_DATASETS:
+                project, scenario, cases, metadata = _PENDING_DATASETS.pop(0)
+                metadata["braintrust_dataset"] = _dataset_version(project, scenario, cases)
             if _PLANS and not _PLAN_WRITTEN:  # every eval file is loaded before any experiment starts
                 _PLAN_WRITTEN.append(True)
                 known = None if None in _PLANNED_TRIALS else sum(t for t in _PLANNED_TRIALS if t is not None)

@@ -11,6 +11,7 @@ from typing import Any
 from braintrust import EvalCase
 
 from evals._experiments import experiment_metadata as _experiment_metadata
+from evals._playground import RowError, report_row_error, row_case, settings_for
 from evals._shard import Shard, provider_slot
 from evals._start import ensure_started, fill_at_start, publish_started_metadata
 from evals._uploads import trial_metadata
@@ -60,22 +61,26 @@ def base_url_of(settings: Settings) -> str | None:
     return next((values[name] for name in names if values.get(name)), None)
 
 
-def make_task(settings: Settings, on_record: Any = None, budget: dict[str, int] | None = None) -> Any:
+def make_task(settings: Settings, scenario: str, on_record: Any = None, budget: dict[str, int] | None = None) -> Any:
     """The Braintrust task: one trial of one case (the runner also keeps it in the results store).
 
     Rows carry their trial index; `on_record(case, trial_index, record or None)` hears of every
     finished trial (evals/_adaptive.py). The trial starts once it holds a model slot: the wait is
     kept on the record as `queue_s`, outside the trial's own clock and EVAL_TRIAL_TIMEOUT."""
-    base_url = base_url_of(settings)
 
     async def task(input: str, hooks: Any) -> str:
         await ensure_started()  # at once when the data did it; the first task of rounds built elsewhere does it
-        case = _CASES[hooks.metadata["case_id"]]
-        await publish_started_metadata(settings, case.scenario, hooks.span)  # once per experiment
+        await publish_started_metadata(settings, scenario, hooks.span)  # once per experiment
+        try:  # a row of this run, or one the playground or a Braintrust dataset sent (evals/_playground.py)
+            case = row_case(_CASES, input, getattr(hooks, "expected", None), hooks.metadata, scenario)
+            chosen = settings_for(settings, getattr(hooks, "parameters", None))
+        except RowError as error:
+            report_row_error(hooks, error)
+            raise
         trial_index = int(hooks.metadata.get("trial_index", hooks.trial_index))
         try:
-            async with provider_slot(settings.model, budget or {}, base_url) as slot:
-                record: TrialRecord = await run_trial(case, trial_index, settings, queue_s=slot.waited_s)
+            async with provider_slot(chosen.model, budget or {}, base_url_of(chosen)) as slot:
+                record: TrialRecord = await run_trial(case, trial_index, chosen, queue_s=slot.waited_s)
         except BaseException:
             if on_record is not None:
                 on_record(case, trial_index, None)

@@ -29,10 +29,11 @@ from evals._adaptive import ab_arms, define_rounds, parse_trials
 from evals._experiments import comparison_arguments
 from evals._guard import stops_the_run
 from evals._login import cli_flags, sending_logs, start_login
+from evals._playground import parameters
 from evals._report import check_floor_names, parse_floors
 from evals._scoring import observed
 from evals._shard import Shard, parse_provider_budget, parse_shard, shard_pool
-from evals._start import count_planned, plan_start, with_start
+from evals._start import count_planned, plan_start, record_dataset_at_start, with_start
 from evals._task import experiment_metadata, make_task, plan_rows
 from evals._uploads import install_lean_score_inputs, watch_failed_uploads
 from harness.cases import Case, Scenario, load_cases
@@ -98,6 +99,8 @@ class Experiment:
     update: bool  # shards of one run continue one experiment
     sending: bool  # the process is logged in to Braintrust (evals/_login.py)
     comparison: dict[str, Any]  # base_experiment_id, summarize_scores, repo_info, git_metadata_settings
+    parameters: dict[str, Any]  # what the playground may choose: model, description variant, decoys
+    trial_count: int  # 1: a row is one trial; under `--dev` a playground row is a case, run EVAL_TRIALS times
 
 
 @stops_the_run
@@ -143,6 +146,7 @@ def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
     for model, decoys in itertools.product(base.models, sweep or [base.decoys]):
         settings = base.for_model(model).model_copy(update={"decoys": decoys})
         metadata = experiment_metadata(eval_name, settings, cases, trials, shard)
+        record_dataset_at_start(project, scenario, cases, metadata)
         decoy_part = f" · {decoys} decoys" if sweep or decoys else ""
         # Shards of one run continue one experiment, named after the run; a lone run gets a new one.
         run_part = f" · {settings.run_id}" if shard else ""
@@ -154,7 +158,7 @@ def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
                 project=project,
                 name=name,
                 data=cast(Any, with_start(plan_rows(plan))),  # an async generator: the SDK takes it
-                task=make_task(settings, budget=budget),
+                task=make_task(settings, scenario, budget=budget),
                 scores=[observed(scorer) for scorer in SCORERS],  # judge errors and damage are counted
                 metadata=metadata,
                 tags=[scenario, model.split(":", 1)[0]],
@@ -162,6 +166,8 @@ def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
                 update=shard is not None,
                 sending=sending,
                 comparison=comparison_arguments(project, name, metadata),  # like for like, or none; git info
+                parameters=parameters(settings),
+                trial_count=trials if flags is not None and flags.dev else 1,
             )
         )
     return made

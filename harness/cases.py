@@ -217,21 +217,27 @@ def load_file(path: Path) -> list[Case]:
     cases: list[Case] = []
     for position, raw in enumerate(raw_cases, start=1):
         case_id = raw.get("id", f"#{position}") if isinstance(raw, dict) else f"#{position}"
-        where = f"{path}: case '{case_id}'"
-        if not isinstance(raw, dict):
-            raise DatasetError(f"{where}: expected a mapping, got {type(raw).__name__}")
-        try:
-            case = Case.model_validate(raw)
-            if case.reference_sql:
-                _check_sql_parses(case.reference_sql)
-            fixture_path = _resolve_fixture(case.fixture, path)
-        except ValidationError as error:
-            problems = "; ".join(_problem(issue) for issue in error.errors())
-            raise DatasetError(f"{where}: {problems}") from error
-        except ValueError as error:
-            raise DatasetError(f"{where}: {error}") from error
-        cases.append(case.model_copy(update={"fixture_path": fixture_path, "source_file": path}))
+        cases.append(validate_case(raw, f"{path}: case '{case_id}'", path))
     return cases
+
+
+def validate_case(raw: object, where: str, case_file: Path) -> Case:
+    """One case's fields checked as a case file's are (schema, SQL, fixture found from `case_file`'s
+    folder); a DatasetError starting with `where` says what is wrong. Rows from a Braintrust dataset
+    come through here too (`harness.case_rows`)."""
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    try:
+        case = Case.model_validate(raw)
+        if case.reference_sql:
+            _check_sql_parses(case.reference_sql)
+        fixture_path = _resolve_fixture(case.fixture, case_file)
+    except ValidationError as error:
+        problems = "; ".join(_problem(issue) for issue in error.errors())
+        raise DatasetError(f"{where}: {problems}") from error
+    except ValueError as error:
+        raise DatasetError(f"{where}: {error}") from error
+    return case.model_copy(update={"fixture_path": fixture_path, "source_file": case_file})
 
 
 def load_cases(source: str | Path | None = None, scenario: Scenario | None = None) -> list[Case]:

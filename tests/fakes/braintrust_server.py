@@ -10,7 +10,8 @@ updates (`PATCH /v1/experiment/{id}`, object fields deep-merged);
 through a signed URL (`POST /logs3/overflow`, then `PUT` to that URL); summaries
 (`GET /v1/experiment/{id}/summarize`, compared with the stored base experiment, else the
 project's previous one, as the real backend does); and the AI gateway's chat completions
-(a forced `select_choice` answer, for the factuality judge).
+(a forced `select_choice` answer, for the factuality judge). Datasets (registration, rows, fetches
+by version) are `tests/fakes/braintrust_datasets.py`'s.
 
     with FakeBraintrust() as braintrust:
         env.update(braintrust.env())     # BRAINTRUST_API_KEY, BRAINTRUST_APP_URL, gateway URL
@@ -35,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from tests.fakes.braintrust_datasets import Datasets
 from tests.fakes.jsonserver import JsonServer, Request, Response
 
 API_KEY = "bt-fake-key-0123456789abcdef"
@@ -58,6 +60,7 @@ class _State:
     uploads: list[Upload] = field(default_factory=list)
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # merged rows by (object, id)
     blobs: dict[str, bytes] = field(default_factory=dict)  # overflow payloads by key
+    datasets: Datasets = field(default_factory=Datasets)
     refused_rows: int = 0
     # (experiment id, the experiment its scores were compared with, or None) per score summary asked for
     comparisons: list[tuple[str, str | None]] = field(default_factory=list)
@@ -123,6 +126,28 @@ class FakeBraintrust:
     def experiments(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(experiment) for experiment in self.state.experiments]
+
+    def dataset_rows(self, name: str) -> list[dict[str, Any]]:
+        """The live rows of the dataset called `name` (any project), with their `_xact_id`."""
+        with self._lock:
+            found = [item for item in self.state.datasets.datasets if item["name"] == name]
+            return self.state.datasets.rows(found[0]["id"]) if found else []
+
+    def add_row_in_the_ui(self, name: str, row: dict[str, Any]) -> None:
+        """A row as a user adds one in Braintrust's UI: stored in the dataset, without `push`'s mark."""
+        with self._lock:
+            [dataset] = [item for item in self.state.datasets.datasets if item["name"] == name]
+            self.state.datasets.write({**row, "dataset_id": dataset["id"], "created": self._now()})
+
+    def dataset_id(self, name: str) -> str:
+        with self._lock:
+            return str(next(item["id"] for item in self.state.datasets.datasets if item["name"] == name))
+
+    def dataset_writes(self, name: str) -> int:
+        """How many row versions were ever written to the dataset called `name`."""
+        with self._lock:
+            found = [item for item in self.state.datasets.datasets if item["name"] == name]
+            return self.state.datasets.writes(found[0]["id"]) if found else 0
 
     def rows(self, experiment_id: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -198,6 +223,22 @@ class FakeBraintrust:
             return self._register(request.body)
         if route == "GET /v1/experiment":
             return self._list(request.query)
+        if request.method == "GET" and request.path.startswith("/v1/project/"):
+            found = self.state.projects.get(request.path.removeprefix("/v1/project/"))
+            return Response(200, found) if found else Response(404, {"error": "no such project"})
+        if route == "POST /v1/dataset":
+            if request.body["project_id"] not in self.state.projects:
+                return Response(404, {"error": "no such project"})
+            return Response(*self.state.datasets.create(request.body, self._now()))
+        if route == "GET /v1/dataset":
+            named = self.state.datasets.named(self._project_ids(request.query), request.query.get("dataset_name"))
+            return Response(200, {"objects": named})
+        if request.method == "GET" and request.path.startswith("/v1/dataset/"):
+            found = self.state.datasets.get(request.path.removeprefix("/v1/dataset/"))
+            return Response(200, found) if found else Response(404, {"error": "no such dataset"})
+        if request.method == "POST" and request.path.startswith("/v1/dataset/") and request.path.endswith("/fetch"):
+            dataset_id = request.path.removeprefix("/v1/dataset/").removesuffix("/fetch")
+            return Response(*self.state.datasets.fetch(dataset_id, request.body or {}))
         if route == "POST /logs3/overflow":
             key = uuid.uuid4().hex
             signed = f"{self.url}/upload/{key}"
@@ -272,10 +313,15 @@ class FakeBraintrust:
         self.state.experiments.append(experiment)
         return Response(200, experiment)
 
-    def _list(self, query: dict[str, str]) -> Response:
+    def _project_ids(self, query: dict[str, str]) -> set[str]:
+        """The projects a listing's `project_id` / `project_name` filter keeps."""
         project_ids = {query["project_id"]} if "project_id" in query else set(self.state.projects)
         if "project_name" in query:
             project_ids = {pid for pid in project_ids if self.state.projects[pid]["name"] == query["project_name"]}
+        return project_ids
+
+    def _list(self, query: dict[str, str]) -> Response:
+        project_ids = self._project_ids(query)
         found = [e for e in reversed(self.state.experiments) if e["project_id"] in project_ids]  # newest first
         if "experiment_name" in query:
             found = [e for e in found if e["name"] == query["experiment_name"]]
@@ -300,6 +346,9 @@ class FakeBraintrust:
             return Response(self.refuse_logs, {"error": "logs refused by the stand-in"})
         self.state.uploads.append(Upload(rows=rows, size=len(raw), overflow=overflow))
         for row in rows:
+            if row.get("dataset_id"):
+                self.state.datasets.write(row)
+                continue
             key = f"{row.get('experiment_id') or row.get('project_id')}/{row['id']}"
             existing = self.state.rows.get(key)
             if existing is not None and row.get("_is_merge"):

@@ -117,7 +117,11 @@ async def test_three_evaluators_on_a_one_slot_server_queue_for_it_instead_of_tim
         settings = runner_settings({**env, "OPENAI_BASE_URL": server.openai_url})
         seen: list[Any] = []
         tasks = [
-            make_task(settings.model_copy(update={"decoys": decoys}), on_record=lambda *a: seen.append(a[2]))
+            make_task(
+                settings.model_copy(update={"decoys": decoys}),
+                ONE_CALL.scenario,
+                on_record=lambda *a: seen.append(a[2]),
+            )
             for decoys in (0, 1, 2)
         ]
         rows = plan_rows([(ONE_CALL, 0)])
@@ -141,7 +145,7 @@ async def test_a_trial_whose_model_never_answered_is_an_infrastructure_error_not
     with LlamaReplay(chat=["openai_length"], hold_s=5.0) as server:
         settings = runner_settings({**env, "OPENAI_BASE_URL": server.openai_url})
         seen: list[Any] = []
-        task = make_task(settings, on_record=lambda *a: seen.append(a[2]))
+        task = make_task(settings, ONE_CALL.scenario, on_record=lambda *a: seen.append(a[2]))
         rows = plan_rows([(ONE_CALL, 0)])
         try:
             await task(rows[0].input, hooks_for(rows[0]))
