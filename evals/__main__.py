@@ -1,7 +1,8 @@
 """`python -m evals` (what `make eval` runs): read `.env`, choose the CLI flags, run `braintrust eval`.
 
 The Braintrust CLI has no environment variable for offline mode, so this launcher decides: with no
-`BRAINTRUST_API_KEY` it adds `--no-send-logs` (Braintrust's local mode) and says so. Offline runs
+`BRAINTRUST_API_KEY` (nor `--api-key`, which it adopts as that variable) it adds `--no-send-logs`
+(Braintrust's local mode) and says so. Offline runs
 default to a small trial count. Extra arguments are passed through to `braintrust eval`. Ctrl-C and
 SIGTERM reach the CLI, which deletes in-flight sandboxes; the launcher waits for it (exit 130 / 143).
 It chooses the run id (unless `EVAL_RUN_ID` is set) so that it can end by saying where the records
@@ -44,6 +45,16 @@ def build_command(extra_args: list[str], target: Path = REPO_ROOT / "evals") -> 
     return [*command, *extra_args, str(target)]
 
 
+def adopt_api_key_flag(extra_args: list[str]) -> None:
+    """`python -m evals --api-key K` logs in as `BRAINTRUST_API_KEY=K` would: the launcher's own choices
+    (local mode or not, the judge's route) and the CLI's then agree (the flag wins, as in the CLI)."""
+    for position, arg in enumerate(extra_args):
+        if arg == "--api-key" and position + 1 < len(extra_args):
+            os.environ["BRAINTRUST_API_KEY"] = extra_args[position + 1]
+        elif arg.startswith("--api-key="):
+            os.environ["BRAINTRUST_API_KEY"] = arg.split("=", 1)[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         load_dotenv(REPO_ROOT / ".env", override=False, encoding="utf-8")
@@ -51,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evals: {REPO_ROOT / '.env'}: not UTF-8 text ({error.reason} at byte {error.start})", file=sys.stderr)
         return 2
     extra = list(sys.argv[1:] if argv is None else argv)
+    adopt_api_key_flag(extra)
     local = local_models()
     if local and not os.environ.get("EVAL_TRIALS"):  # the first line: 20 trials a case would take days on a CPU
         os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS

@@ -207,9 +207,11 @@ def comparison_arguments(project: str, title: str, metadata: dict[str, Any]) -> 
     if base.experiment_id is None and sending_logs():
         print(f"evals: {title}: {base.note}: no comparison", file=sys.stderr, flush=True)
     git = repo_info() if sending_logs() else None
+    flags = cli_flags()
     return {
         "base_experiment_id": base.experiment_id,
-        "summarize_scores": base.experiment_id is not None,
+        # The playground's reply carries the summary's scores; its runs compare with its own earlier ones.
+        "summarize_scores": base.experiment_id is not None or (flags is not None and flags.dev),
         "repo_info": git,
         "git_metadata_settings": None if git else GitMetadataSettings(collect="none"),
     }

@@ -1,6 +1,8 @@
+import os
+
 import pytest
 
-from evals.__main__ import build_command
+from evals.__main__ import adopt_api_key_flag, build_command
 from evals._gate import parse_floors
 
 
@@ -15,6 +17,16 @@ def test_offline_runs_add_no_send_logs_and_always_terminate_on_failure(monkeypat
 def test_a_braintrust_key_sends_experiments(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAINTRUST_API_KEY", "bt-test-key")
     assert "--no-send-logs" not in build_command([])
+
+
+@pytest.mark.parametrize("flag", [["--api-key", "bt-flag-key"], ["--api-key=bt-flag-key"]])
+def test_the_api_key_flag_alone_sends_experiments(monkeypatch: pytest.MonkeyPatch, flag: list[str]) -> None:
+    """`python -m evals --api-key K` is logged in: no local mode, and the key is the one the CLI uses."""
+    monkeypatch.setenv("BRAINTRUST_API_KEY", "recorded, so that teardown removes what the flag sets")
+    monkeypatch.delenv("BRAINTRUST_API_KEY")
+    adopt_api_key_flag(flag)
+    assert os.environ["BRAINTRUST_API_KEY"] == "bt-flag-key"
+    assert "--no-send-logs" not in build_command(flag)
 
 
 def test_score_floors_parse_and_reject_nonsense() -> None:

@@ -111,6 +111,7 @@ def test_a_dataset_row_runs_under_the_chosen_parameters_and_a_bad_row_says_why(
     reply = run_row(url, braintrust, row, model="control:unsafe", decoys=2)
     assert reply.status_code == 200, reply.text
     summary = json.loads(next(data for event, data in events(reply) if event == "summary"))
+    assert summary["scores"]["main_branch_integrity"]["score"] == 0  # the reply carries the row's scores
     [trial] = braintrust.root_rows(summary["experimentId"])  # the row's scores, as the playground shows them
     assert trial["trace_scores"]["main_branch_integrity"] == 0  # the unsafe agent ran, not the oracle
     assert trial["trace_scores"]["tool_trajectory"] == 0
