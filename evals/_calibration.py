@@ -23,6 +23,7 @@ from braintrust.score import Score
 from analysis.agreement import measure
 from analysis.calibrate import as_json, render
 from analysis.calibration_records import VerdictRecord, VerdictStore
+from evals._experiments import braintrust_project
 from harness.config import new_run_id
 from harness.recording.store import git_commit
 from scorers.factuality import classify, render_conversation
@@ -32,7 +33,6 @@ from scorers.judge_template import CHOICES, JudgeTemplate, load_template, templa
 
 SWITCH = "EVAL_JUDGE_CALIBRATION"
 EVAL_NAME = "judge_calibration"
-DEFAULT_PROJECT = "neon-mcp-evals"
 DEFAULT_CONCURRENCY = 4
 
 
@@ -201,7 +201,7 @@ def define_calibration_evals() -> None:
             "templates": {template.ref: template.choice_scores},
         }
     )
-    project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
+    project = braintrust_project()
     concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
     for model in models:
         judge = dataclasses.replace(settings, model=model)

@@ -38,9 +38,15 @@ from harness.recording.store import git_commit
 from scorers.judge import judge_settings
 
 __all__ = ["sending_logs"]
+DEFAULT_PROJECT = "neon-mcp-evals"
 GIT_FIELDS = ["commit", "branch", "tag", "dirty", "commit_time"]  # never the diff, nor author emails
 LISTING_PAGES = 20  # 100 experiments a page: how far back the base is looked for
 NO_BASE = "no earlier complete experiment with the same model/server/variant"
+
+
+def braintrust_project() -> str:
+    """The Braintrust project every experiment and dataset of the suite goes to (`EVAL_PROJECT`)."""
+    return os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
 
 
 def comparison_key(eval_name: str, settings: Settings) -> str:

@@ -26,7 +26,7 @@ from braintrust.framework import ReporterDef
 
 from evals import _gate, _report
 from evals._adaptive import ab_arms, define_rounds, parse_trials
-from evals._experiments import comparison_arguments
+from evals._experiments import braintrust_project, comparison_arguments
 from evals._guard import stops_the_run
 from evals._login import cli_flags, sending_logs, start_login
 from evals._playground import parameters
@@ -47,7 +47,6 @@ for _noisy in ("httpx", "httpx2", "mcp"):
     logging.getLogger(_noisy).setLevel(logging.WARNING)
 sigterm_like_sigint()  # `timeout`, CI cancellation and container stops get Ctrl-C's cleanup
 
-DEFAULT_PROJECT = "neon-mcp-evals"
 DEFAULT_TRIALS = 20  # as in Neon's original suite
 DEFAULT_CONCURRENCY = 4
 
@@ -127,7 +126,7 @@ def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
     trial_plan_settings = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
     trials = trial_plan_settings.max_trials
     concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
-    project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
+    project = braintrust_project()
     sweep = decoy_sweep(os.environ.get("EVAL_DECOY_SWEEP", ""))
     sending = sending_logs()
     if sending:  # lean uploads and the lost-upload count, for rounds too

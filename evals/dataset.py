@@ -16,7 +16,6 @@ bad case file.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -148,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     pushing.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
     args = parser.parse_args(argv)
 
+    from evals._experiments import braintrust_project
     from evals._login import sending_logs, start_login
-    from evals._wiring import DEFAULT_PROJECT
 
     start_login()
     if not sending_logs():
@@ -160,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     except DatasetError as error:
         print(f"dataset: {error}", file=sys.stderr)
         return 2
-    project = os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
+    project = braintrust_project()
     try:
         for done in push(project, cases, dry_run=args.dry_run):
             print(done.line(args.dry_run))

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from evals._experiments import patch_metadata, project_experiments
+from evals._experiments import braintrust_project, patch_metadata, project_experiments
 from evals._login import load_suite_env, sending_logs
-from evals._wiring import DEFAULT_PROJECT
 from harness.recording.store import RUN_FILE
 
 
@@ -69,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path, help="the merged run folder (python -m analysis.merge OUT ...)")
     args = parser.parse_args(argv)
     load_suite_env()
-    code, lines = mark(args.run, os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT)
+    code, lines = mark(args.run, braintrust_project())
     for line in lines:
         print(f"shards merged: {line}", file=sys.stdout if code == 0 else sys.stderr)
     return code
