@@ -42,14 +42,14 @@ async def reference_sql_problems(settings: Settings, cases: list[Case]) -> list[
     probe = settings.model_copy(update={"model": "control:oracle"})
     async with TrialRunner(probe, local_server=shared_local_server(probe), write_results=False) as runner:
         assert runner.backend is not None
-        sandbox, api = runner.backend.sandbox, runner.backend.api
+        backend = runner.backend
         for group in by_fixture.values():
             label = f"{secrets.token_hex(3)}-check-{group[0].fixture}"
             loaded = False
             try:
-                async with sandbox.open(group[0], label) as info:
+                async with backend.open_sandbox(group[0], label) as info:
                     loaded = True
-                    uri = await api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+                    uri = await backend.connection_uri(info)
                     problems += await _check_group(settings, uri, group)
             except psycopg.errors.DatabaseError as error:
                 if loaded or error.sqlstate is None:

@@ -121,6 +121,20 @@ def test_each_folder_keeps_to_its_role(package: str, must_not_import: tuple[str,
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_trial_runner_reaches_a_server_family_only_through_its_interface() -> None:
+    """`harness/run/` imports the interface and the registry, never a family's own package (Neon's today)."""
+    graph = import_graph()
+    wrong = sorted(
+        f"{module} imports {dep}"
+        for module, deps in graph.items()
+        if module.startswith("harness.run")
+        for dep in deps
+        if dep.startswith("harness.servers.") and dep not in ("harness.servers.family", "harness.servers.registry")
+    )
+    assert not wrong, "\n".join(wrong)
+    assert "harness.servers.family" in graph["harness.run.trial"]
+
+
 # Every `braintrust eval` process, a control-agent run included, loads the wiring and registers every
 # provider; these libraries are only for the runs that use them and cost about 2 CPU-seconds together.
 HEAVY_LIBRARIES = ("anthropic", "openai", "bm25s", "scipy")

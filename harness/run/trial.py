@@ -28,10 +28,8 @@ from harness.models.rules import trial_cost_usd
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore, StoreWriteError, record_lost
 from harness.run.liveness import register_run
-from harness.servers.neon.backend import Backend, local_backend, remote_backend
-from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
-from harness.servers.neon.sandbox import SandboxInfo
-from harness.servers.neon.state import capture, statements_running
+from harness.servers.family import ExpectedStart, TrialBackend, TrialSandbox
+from harness.servers.registry import family_for
 
 
 class TrialRunner:
@@ -49,7 +47,7 @@ class TrialRunner:
         self._owns_server = local_server is None
         self._token = secrets.token_urlsafe(24)
         self.write_results = write_results
-        self.backend: Backend | None = None
+        self.backend: TrialBackend | None = None  # the server family's (harness/servers/family.py)
         self.provider: Provider | None = None
         self.store = ResultsStore(self.settings.results_dir, self.settings.run_id)
         self.overrides = load_overrides(self.settings.tool_descriptions) if self.settings.tool_descriptions else None
@@ -88,15 +86,16 @@ class TrialRunner:
         self.started = True
         return self
 
-    async def _build_backend(self) -> Backend:
+    async def _build_backend(self) -> TrialBackend:
+        family = family_for(self.settings)
         if self.settings.uses_local_server:
             if self._server is None:
                 self._server = LocalServer(token=self._token, descriptions=self.settings.server_descriptions)
             self._endpoints = await self._server.start()
-            backend = local_backend(self.settings, self._endpoints, self._server.token)
-            backend.api.recover = self._follow_server  # a restarted server is followed, not lost
+            backend = family.local_backend(self.settings, self._endpoints, self._server.token)
+            backend.on_lost_server(self._follow_server)  # a restarted server is followed, not lost
             return backend
-        return remote_backend(self.settings)
+        return family.remote_backend(self.settings)
 
     def _backend_current(self) -> bool:
         server = self._server
@@ -119,9 +118,7 @@ class TrialRunner:
             endpoints = await self._server.start()
             self._endpoints = endpoints
             if self.backend is not None:
-                self.backend.api.retarget(endpoints.api_url)
-                if isinstance(self.backend.mcp_target, str):
-                    self.backend.mcp_target = endpoints.mcp_url
+                self.backend.follow(endpoints)
 
     async def _follow_server(self) -> str | None:
         """The API URL to retry at after a failed connection, or None when nothing changed."""
@@ -235,24 +232,22 @@ class TrialRunner:
         capture_timeout = self.settings.capture_timeout
         label = f"{secrets.token_hex(3)}-{case.id}-{trial_index}"  # random first: it survives truncation
         clock = time.perf_counter()
-        info: SandboxInfo | None = None
-        start_copy: StartCopy | None = None
+        info: TrialSandbox | None = None
+        start_copy: ExpectedStart | None = None
         try:
-            async with backend.sandbox.open(case, label) as info:
+            async with backend.open_sandbox(case, label) as info:
                 timings["sandbox_open"] = _lap(clock)
                 record.project_id = info.project_id
                 record.default_branch_id = info.branch_id
                 record.default_branch_name = info.branch_name
                 clock = time.perf_counter()
                 record.sandbox_notes = list(info.notes)
-                record.before = info.before or await capture(
-                    backend.api, info.project_id, info.branch_id, info.database, info.role, timeout=capture_timeout
-                )
+                record.before = info.before or await backend.capture(info, timeout=capture_timeout)
                 timings["capture_before"] = _lap(clock)
                 try:
                     if case.expected_main == "changed":  # main as the agent found it, for the expected state
                         clock = time.perf_counter()
-                        start_copy = await copy_main(backend.api, info, copy_name(self.settings.run_id, label))
+                        start_copy = await backend.start_expected(info, self.settings.run_id, label)
                         timings["expected"] = _lap(clock)
                     record.input = case.render(case.input, info.project_id)
                     follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
@@ -264,21 +259,13 @@ class TrialRunner:
                             raise  # the model was never reached: main cannot have changed through it
                         failure = error  # main is captured below all the same: the model may have changed it
                     clock = time.perf_counter()
-                    harness_branches = {start_copy.branch_id} if start_copy else set()
-                    record.branches_left = await backend.sandbox.branches_left(info, harness_branches)
-                    record.after = await capture(
-                        backend.api,
-                        info.project_id,
-                        info.branch_id,
-                        info.database,
-                        info.role,
-                        timeout=capture_timeout,
-                        after_model=True,
-                    )
+                    harness_branches = start_copy.harness_branches if start_copy else set()
+                    record.branches_left = await backend.branches_left(info, harness_branches)
+                    record.after = await backend.capture(info, timeout=capture_timeout, after_model=True)
                     timings["capture_after"] = _lap(clock)
                     if start_copy is not None:
                         clock = time.perf_counter()
-                        record.expected = await expected_from_copy(backend.api, start_copy, case, capture_timeout)
+                        record.expected = await backend.finish_expected(start_copy, case, capture_timeout)
                         timings["expected"] = round(timings["expected"] + _lap(clock), 4)
                     # A capture the model itself made fail is its failure (scored as damage), not ours.
                     failed = [
@@ -298,7 +285,7 @@ class TrialRunner:
                         raise failure
                 finally:
                     if start_copy is not None:
-                        problem = await delete_copy(backend.api, start_copy)
+                        problem = await backend.drop_expected(start_copy)
                         if problem:
                             record.cleanup_error = problem
                 clock = time.perf_counter()
@@ -317,7 +304,7 @@ class TrialRunner:
         trial_index: int,
         record: TrialRecord,
         state: AgentState,
-        info: SandboxInfo,
+        info: TrialSandbox,
         follow_ups: list[str],
     ) -> None:
         assert self.backend is not None and self.provider is not None
@@ -353,7 +340,7 @@ class TrialRunner:
             if not deadline.expired():
                 raise
             waiting = "initialize" if connection is None else connection.in_flight
-            if waiting and waiting.startswith("tools/call") and await self._model_sql_running(info):
+            if waiting and waiting.startswith("tools/call") and await self.backend.model_sql_running(info, 10.0):
                 # The database is busy with what the model sent (a `pg_sleep`, a lock wait): its doing,
                 # not the server's, so a timeout like any other (else damage then a hang excuses it).
                 state.outcome = "timeout"
@@ -386,17 +373,6 @@ class TrialRunner:
             record.outcome = "infra_error"
             count, first = len(state.tool_calls), failed_at_server[0].result_text[:300]
             record.error = f"every tool call failed at the server ({count} of {count}); first: {first}"
-
-    async def _model_sql_running(self, info: SandboxInfo, within: float = 10.0) -> bool:
-        """Whether SQL of the project's role is still running: then a tool call that did not come back
-        was busy with what the model sent (a `pg_sleep`, a lock wait), not a stuck server."""
-        assert self.backend is not None
-        try:
-            async with asyncio.timeout(within):
-                uri = await self.backend.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
-                return await statements_running(uri, within) > 0
-        except Exception:
-            return False
 
     def _view(self, server_tools: list[ServerTool], case: Case, trial_index: int, record: TrialRecord) -> ToolView:
         """The tools this trial's model sees (filter, overrides, decoys, shuffle), noted on the record."""

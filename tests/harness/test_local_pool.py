@@ -16,6 +16,7 @@ from harness.mcp.server_process import LocalServer, ServerEndpoints
 from harness.recording.records import TrialRecord
 from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.backend import Backend
 from harness.servers.neon.local_pool import LocalPoolSandbox, LocalProjectPool, PoolClosedError
 from harness.servers.neon.sandbox import LocalProjectSandbox
 from tests.harness.conftest import TOKEN, make_case, settings_from
@@ -29,7 +30,7 @@ async def test_trials_of_a_runner_share_one_project_and_one_tool_view(
 ) -> None:
     settings = runner_settings({"EVAL_MODEL": "control:unsafe"})
     async with TrialRunner(settings, local_server=local_server) as runner:
-        assert runner.backend is not None and isinstance(runner.backend.sandbox, LocalPoolSandbox)
+        assert isinstance(runner.backend, Backend) and isinstance(runner.backend.sandbox, LocalPoolSandbox)
         records = [await runner.run(DROP_CASE, index) for index in range(3)]
         assert len(await api.list_projects(search=f"eval-{settings.run_id}")) == 1  # kept between trials
     for record in records:
@@ -48,7 +49,7 @@ async def test_off_keeps_a_fresh_project_per_trial(
 ) -> None:
     settings = runner_settings({"EVAL_MODEL": "control:oracle", "EVAL_LOCAL_POOL": "off"})
     async with TrialRunner(settings, local_server=local_server) as runner:
-        assert runner.backend is not None and isinstance(runner.backend.sandbox, LocalProjectSandbox)
+        assert isinstance(runner.backend, Backend) and isinstance(runner.backend.sandbox, LocalProjectSandbox)
         records = [await runner.run(DROP_CASE, index) for index in range(2)]
     assert [record.outcome for record in records] == ["ok", "ok"]
     assert len({record.project_id for record in records}) == 2

@@ -19,6 +19,7 @@ from harness.recording.store import ResultsStore, load_run
 from harness.run.shared import close_shared_runners, run_trial, shared_runner
 from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.backend import Backend
 from harness.servers.neon.janitor import main as janitor_main
 from harness.servers.neon.janitor import parse_age, sweep
 from harness.servers.neon.sandbox import NeonPoolSandbox, execute_script
@@ -52,7 +53,7 @@ async def test_pool_restores_main_and_deletes_only_trial_branches(
     records = []
     for model, case in (("control:unsafe", DROP_CASE), ("control:oracle", DROP_CASE), ("control:oracle", make_case())):
         async with TrialRunner(runner_settings({"EVAL_MODEL": model}), local_server=local_server) as runner:
-            assert runner.backend is not None
+            assert isinstance(runner.backend, Backend)  # Neon's family: its sandbox can be swapped for a pool's
             runner.backend.sandbox = NeonPoolSandbox(runner.backend.api, [project_id], "golden")
             records.append(await runner.run(case, 0))
     dropped, prepared, approved = records

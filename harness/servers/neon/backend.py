@@ -16,23 +16,29 @@ a pool (`local_pool`), so trials on one project see the same tool list.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
+from typing import cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
 from mcp.client.stdio import StdioServerParameters
 
-from harness.cases import Grant
+from harness.cases import Case, Grant
 from harness.config import DEFAULT_NEON_API_URL, ConfigError, Settings
 from harness.mcp.server_process import ServerEndpoints
+from harness.recording.records import Snapshot
+from harness.servers.family import ExpectedStart, TrialSandbox
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
 from harness.servers.neon.local_pool import LocalPoolSandbox
 from harness.servers.neon.pool import ProjectPool, parse_pool, shared_pool
-from harness.servers.neon.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, project_name
+from harness.servers.neon.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, SandboxInfo, project_name
+from harness.servers.neon.state import capture, statements_running
 from harness.servers.neon.stdio import install_before_start, stdio_target, warn_unpinned
 
 NEON_MCP_HOST = "mcp.neon.tech"
@@ -53,6 +59,56 @@ class Backend:
         if isinstance(self.mcp_target, StdioServerParameters):
             return self.mcp_target
         return pinned_url(self.mcp_target, project_id, grant)
+
+    # --- the trial runner's view of it (`harness.servers.family.TrialBackend`) ------------------
+
+    def open_sandbox(self, case: Case, label: str) -> AbstractAsyncContextManager[TrialSandbox]:
+        return cast(AbstractAsyncContextManager[TrialSandbox], self.sandbox.open(case, label))
+
+    async def connection_uri(self, sandbox: TrialSandbox) -> str:
+        info = _neon(sandbox)
+        return await self.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+
+    async def capture(self, sandbox: TrialSandbox, *, timeout: float, after_model: bool = False) -> Snapshot:
+        info = _neon(sandbox)
+        return await capture(
+            self.api,
+            info.project_id,
+            info.branch_id,
+            info.database,
+            info.role,
+            timeout=timeout,
+            after_model=after_model,
+        )
+
+    async def branches_left(self, sandbox: TrialSandbox, harness_branches: set[str]) -> list[str]:
+        return await self.sandbox.branches_left(_neon(sandbox), harness_branches)
+
+    async def start_expected(self, sandbox: TrialSandbox, run_id: str, label: str) -> ExpectedStart:
+        return await copy_main(self.api, _neon(sandbox), copy_name(run_id, label))
+
+    async def finish_expected(self, start: ExpectedStart, case: Case, timeout: float) -> Snapshot:
+        assert isinstance(start, StartCopy)
+        return await expected_from_copy(self.api, start, case, timeout)
+
+    async def drop_expected(self, start: ExpectedStart) -> str | None:
+        assert isinstance(start, StartCopy)
+        return await delete_copy(self.api, start)
+
+    async def model_sql_running(self, sandbox: TrialSandbox, within: float) -> bool:
+        try:
+            async with asyncio.timeout(within):
+                return await statements_running(await self.connection_uri(sandbox), within) > 0
+        except Exception:  # cannot tell: the timeout is then not put down to the model
+            return False
+
+    def follow(self, endpoints: ServerEndpoints) -> None:
+        self.api.retarget(endpoints.api_url)
+        if isinstance(self.mcp_target, str):
+            self.mcp_target = endpoints.mcp_url
+
+    def on_lost_server(self, recover: Callable[[], Awaitable[str | None]]) -> None:
+        self.api.recover = recover
 
     async def aclose(self) -> None:
         """Delete what the sandbox keeps between trials (a local pool's projects), then close the client."""
@@ -75,6 +131,12 @@ class Backend:
             yield str(body["project"]["id"])
         finally:
             await self.api.delete_project(str(body["project"]["id"]))
+
+
+def _neon(sandbox: TrialSandbox) -> SandboxInfo:
+    """The Neon sandbox behind the runner's view of it (this family's backends open only these)."""
+    assert isinstance(sandbox, SandboxInfo), type(sandbox)
+    return sandbox
 
 
 def pinned_url(url: str, project_id: str, grant: Grant | None = None) -> str:

@@ -32,6 +32,11 @@ class StartCopy:
     database: str
     role: str
 
+    @property
+    def harness_branches(self) -> set[str]:
+        """The copy is a branch the harness made: never one the model left behind."""
+        return {self.branch_id}
+
 
 def copy_name(run_id: str, label: str) -> str:
     """`<expected prefix><run id>-<label>`: marked with the run, so the janitor can tell a killed run's

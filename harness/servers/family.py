@@ -1,0 +1,115 @@
+"""What the trial runner needs from a server family, as types: the one seam for what is server-specific.
+
+A *server family* is every MCP server that shares one way to make a trial safe and comparable: how
+a sandbox is opened for a trial, how its main state is read before and after the model, how the
+expected state is built, which connection a trial's MCP session goes to. `harness/run/` talks to a
+family only through these protocols (a test checks it imports no family's package);
+each family is one package under `harness/servers/` with a `family.py` that implements them, and
+`harness/servers/registry.py` says which family serves which `EVAL_SERVER`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from mcp.client.stdio import StdioServerParameters
+
+from harness.cases import Case, Grant
+from harness.config import Settings
+from harness.mcp.server_process import ServerEndpoints
+from harness.recording.records import Snapshot
+
+MCPTarget = str | StdioServerParameters  # a URL, or a command to start over stdio
+
+
+class TrialSandbox(Protocol):
+    """Where one trial runs, as the runner reads it (the family may keep more)."""
+
+    project_id: str  # the record's `project_id`: the isolated unit the model is pointed at
+    branch_id: str  # its main
+    branch_name: str
+    database: str
+    notes: list[str]  # what the sandbox did that the record should say
+    before: Snapshot | None  # main as the sandbox already read it at open, if it did
+    cleanup_error: str | None  # set when closing it failed (recorded; the run then fails)
+
+
+class ExpectedStart(Protocol):
+    """The family's copy of main taken before the model ran, from which the expected state is built."""
+
+    @property
+    def harness_branches(self) -> set[str]:
+        """Branches (or other objects) the harness made for it: never counted as the model's."""
+        ...
+
+
+class TrialBackend(Protocol):
+    """One runner's connection to a family's server: sandboxes, state, the expected state, MCP targets."""
+
+    mcp_headers: dict[str, str]
+
+    def open_sandbox(self, case: Case, label: str) -> AbstractAsyncContextManager[TrialSandbox]:
+        """An isolated main for one trial, closed (and cleaned up) when the context ends."""
+        ...
+
+    def probe_project(self) -> AbstractAsyncContextManager[str]:
+        """A project to list tools under as a trial would see them (held or made, then let go)."""
+        ...
+
+    async def connection_uri(self, sandbox: TrialSandbox) -> str:
+        """A PostgreSQL connection to the sandbox's main (the harness's checks run SQL there)."""
+        ...
+
+    def target_for(self, project_id: str, grant: Grant | None = None) -> MCPTarget:
+        """The MCP target of one trial, pinned to its sandbox's project where the transport allows."""
+        ...
+
+    async def capture(self, sandbox: TrialSandbox, *, timeout: float, after_model: bool = False) -> Snapshot:
+        """Main's state now; `after_model`: the model has had it, so a failure may be its doing."""
+        ...
+
+    async def branches_left(self, sandbox: TrialSandbox, harness_branches: set[str]) -> list[str]:
+        """What the model created and did not remove (the temporary branches it left)."""
+        ...
+
+    async def start_expected(self, sandbox: TrialSandbox, run_id: str, label: str) -> ExpectedStart:
+        """Copy main as the model finds it, for the expected state."""
+        ...
+
+    async def finish_expected(self, start: ExpectedStart, case: Case, timeout: float) -> Snapshot:
+        """The copy with the case's reference change applied, read: what main should now be."""
+        ...
+
+    async def drop_expected(self, start: ExpectedStart) -> str | None:
+        """Remove the copy (awaited even when the trial is cancelled); the problem, if any."""
+        ...
+
+    async def model_sql_running(self, sandbox: TrialSandbox, within: float) -> bool:
+        """Whether SQL the model sent is still running in the sandbox (a timeout is then its doing)."""
+        ...
+
+    def follow(self, endpoints: ServerEndpoints) -> None:
+        """Point at a local server that was restarted on new endpoints."""
+        ...
+
+    def on_lost_server(self, recover: Callable[[], Awaitable[str | None]]) -> None:
+        """What to call when the family's API loses its connection (the runner restarts the server)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class ServerFamily(Protocol):
+    """A family: how its backends are made for a run."""
+
+    name: str
+
+    def local_backend(self, settings: Settings, endpoints: ServerEndpoints, token: str | None) -> TrialBackend:
+        """For a server the harness started itself (or a stdio server beside it)."""
+        ...
+
+    def remote_backend(self, settings: Settings) -> TrialBackend:
+        """For a server somewhere else (a URL, Neon's cloud, a stdio server on a remote API)."""
+        ...
