@@ -1,12 +1,12 @@
 """What Braintrust's playground (`braintrust eval --dev evals/`) can choose, and the rows it sends.
 
-Every `Eval` declares `parameters`: the model, the tool-description variant and the decoy count,
-each defaulting to what the experiment was defined with, so a plain run is unchanged. The dev
-server validates a request's parameters against them and hands them to the task (`hooks.parameters`),
-which runs the trial under those settings (`settings_for`). The server under test and the trial
-count are the ones `--dev` was started with (`EVAL_SERVER`, `EVAL_TRIALS`): another server is another
-process to start and check, and braintrust 0.48.1's dev server takes the trial count from the
-registered evaluator, not from the request.
+Every `Eval` declares `parameters`: the model, the server under test (the one `--dev` was started
+with, the local twin, or Neon's npm server beside it), the tool-description variant and the decoy
+count, each defaulting to what the experiment was defined with, so a plain run is unchanged. The
+dev server validates a request's parameters against them and hands them to the task
+(`hooks.parameters`), which runs the trial under those settings (`settings_for`). The trial count
+is the one `--dev` was started with (`EVAL_TRIALS`): braintrust 0.48.1's dev server takes it from
+the registered evaluator, not from the request.
 
 A row the playground sends is a case: one this process loaded (by `metadata.case_id`), or a row of a
 Braintrust dataset (`python -m evals.dataset push` writes them, a user may add one in the UI) that
@@ -18,6 +18,7 @@ playground shows it beside the row instead of an empty score.
 
 from __future__ import annotations
 
+import shutil
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -64,17 +65,46 @@ def parameters(settings: Settings) -> dict[str, type[BaseModel]]:
                 raise ValueError(f"{value!r} is not one of {', '.join(_variant_names())}")
             return value
 
+    class Server(BaseModel):
+        value: str = Field(
+            default=_started(settings),
+            description="The server under test: the one --dev was started with, the local twin, or Neon's npm server",
+            json_schema_extra={"enum": list[JsonValue](_server_choices(settings))},
+        )
+
+        @field_validator("value")
+        @classmethod
+        def known(cls, value: str) -> str:
+            if value not in _server_choices(settings):
+                raise ValueError(f"{value!r} is not one of {', '.join(_server_choices(settings))}")
+            return value
+
     class Decoys(BaseModel):
         value: int = Field(
             default=settings.decoys, ge=0, le=len(DECOYS), description="Decoy tools added to the server's list"
         )
 
-    return {"model": Model, "description_variant": DescriptionVariant, "decoys": Decoys}
+    return {"model": Model, "server": Server, "description_variant": DescriptionVariant, "decoys": Decoys}
+
+
+AS_STARTED = "as started"  # the server --dev was started with, when it is not one of the named ones
+NAMED_SERVERS = ("local", "neon-npm")  # the twin, and Neon's published server over stdio beside it
+
+
+def _started(settings: Settings) -> str:
+    return settings.server if settings.server in NAMED_SERVERS else AS_STARTED
+
+
+def _server_choices(settings: Settings) -> list[str]:
+    return list(dict.fromkeys([_started(settings), *NAMED_SERVERS]))
 
 
 @cache
-def _settings_for(base: Settings, model: str, variant: str, decoys: int) -> Settings:
-    chosen = base.model_copy(update={"tool_descriptions": variant_path(variant), "decoys": decoys})
+def _settings_for(base: Settings, model: str, server: str, variant: str, decoys: int) -> Settings:
+    update: dict[str, Any] = {"tool_descriptions": variant_path(variant), "decoys": decoys}
+    if server != AS_STARTED:
+        update["server"] = server
+    chosen = base.model_copy(update=update)
     return chosen if model == base.model else chosen.for_model(model)
 
 
@@ -84,12 +114,15 @@ def settings_for(base: Settings, chosen: dict[str, Any] | None) -> Settings:
         return base
     current = base.tool_descriptions.stem if base.tool_descriptions else "default"
     model = str(chosen.get("model", base.model))
+    server = str(chosen.get("server", _started(base)))
     variant = str(chosen.get("description_variant", current))
     decoys = int(chosen.get("decoys", base.decoys))
-    if (model, variant, decoys) == (base.model, current, base.decoys):
+    if (model, server, variant, decoys) == (base.model, _started(base), current, base.decoys):
         return base
+    if server == "neon-npm" and shutil.which("node") is None:
+        raise RowError("parameter server: neon-npm runs Neon's npm server on Node.js, which this machine lacks")
     try:
-        return _settings_for(base, model, variant, decoys)
+        return _settings_for(base, model, server, variant, decoys)
     except ConfigError as error:
         raise RowError(f"parameter model: {error}") from None
 

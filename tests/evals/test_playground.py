@@ -7,6 +7,7 @@ a row the suite cannot run gets its reason in the reply; bad parameters are refu
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -96,7 +97,8 @@ def test_the_playground_lists_each_eval_with_its_parameters_and_scores(
     evaluator = listed.json()[EVAL_NAME]
     assert {score["name"] for score in evaluator["scores"]} >= {"main_branch_integrity", "tool_trajectory"}
     chosen = evaluator["parameters"]["schema"]
-    assert set(chosen) == {"model", "description_variant", "decoys"}
+    assert set(chosen) == {"model", "server", "description_variant", "decoys"}
+    assert chosen["server"]["default"] == "local" and chosen["server"]["schema"]["enum"] == ["local", "neon-npm"]
     assert chosen["model"]["default"] == "control:oracle" and chosen["decoys"]["schema"]["maximum"] == 12
     assert chosen["description_variant"]["schema"]["enum"] == ["default", "honest", "run-sql-for-schema-changes"]
 
@@ -152,3 +154,18 @@ def test_a_pushed_dataset_runs_in_the_playground_with_a_row_added_in_the_ui(
     _, records = load_run(results)
     assert sorted(record.case_id for record in records) == sorted(["add-column-subtitle", added.id])
     assert all(record.outcome == "ok" and record.config.model == "control:oracle" for record in records)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Neon's npm server runs on Node.js")
+def test_a_row_runs_on_neons_npm_server_when_the_playground_chooses_it(
+    playground: tuple[str, FakeBraintrust, Path],
+) -> None:
+    url, braintrust, results = playground
+    row = {"input": "(the run's own case)", "metadata": {"case_id": "add-column-subtitle"}}  # one of the run's
+    reply = run_row(url, braintrust, row, server="neon-npm")
+    assert reply.status_code == 200, reply.text
+    assert not [data for event, data in events(reply) if event == "progress" and '"error"' in data], reply.text
+    _, records = load_run(results)
+    [record] = records
+    assert record.config.server == "neon-npm" and record.outcome == "ok", record.error
+    assert record.tool_calls and record.tool_calls[0].name == "prepare_database_migration"
