@@ -79,7 +79,7 @@ test-long: $(STAMP) browser  ## Run the full-scale journeys `make test` leaves o
 	@$(call THEN_STOP,$(PYTEST) -m long,$(STOP_TEST_PG))
 
 check: $(STAMP)  ## The fast lane: every test but whole evals in subprocesses, fault injection and npm servers.
-	@$(call THEN_STOP,$(PYTEST) --fast -q,$(STOP_TEST_PG))
+	@$(call THEN_STOP,$(PYTEST) --fast -m 'not long' -q,$(STOP_TEST_PG))
 
 # Neon's npm packages the tests drive install on first use; CI installs them first, so that
 # `make test`'s time is the suite's and not npm's (~525 MB for the published server).
