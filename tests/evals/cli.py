@@ -94,6 +94,15 @@ def eval_action_summaries(stdout: str) -> list[dict[str, Any]]:
 
 
 DATASET_HEAD = "\nversion: 1\ncases:\n"
+# The read-only case several CLI tests run beside the subtitle one (a count on the blog fixture).
+COUNT_POSTS_CASE = """  - id: read-count-posts
+    scenario: tool_selection
+    fixture: blog
+    input: "How many posts are there in my {project_id} project?"
+    reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM posts"}}]
+    forbidden_tools: [prepare_database_migration, complete_database_migration]
+    expected_answer: "There are 200 posts."
+"""
 SUBTITLE_ANSWER = "I added subtitle to posts on a temporary branch. Shall I apply it to main?"
 
 

@@ -15,17 +15,10 @@ import pytest
 
 from harness.case_rows import case_from_row, case_row
 from harness.cases import DatasetError, load_cases
-from tests.evals.cli import DATASET_HEAD, REPO_ROOT, offline_env, run_braintrust_eval, subtitle_case
+from tests.evals.cli import COUNT_POSTS_CASE, DATASET_HEAD, REPO_ROOT, offline_env, run_braintrust_eval, subtitle_case
 from tests.fakes.braintrust_server import FakeBraintrust
 
-COUNT_CASE = """  - id: read-count-posts
-    scenario: tool_selection
-    fixture: blog
-    input: "How many posts are there in my {project_id} project?"
-    reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM posts"}}]
-    forbidden_tools: [prepare_database_migration, complete_database_migration]
-    expected_answer: "There are 200 posts."
-"""
+COUNT_CASE = COUNT_POSTS_CASE
 
 
 def test_every_bundled_case_survives_the_trip_through_a_row() -> None:

@@ -13,20 +13,13 @@ import yaml
 
 from analysis import pr_comment
 from tests.evals import workflow
-from tests.evals.cli import DATASET_HEAD, offline_env, run_in_repo, subtitle_case
+from tests.evals.cli import COUNT_POSTS_CASE, DATASET_HEAD, offline_env, run_in_repo, subtitle_case
 
 NAME = "pull-request.yml"
 DATASET = (
     DATASET_HEAD
     + subtitle_case(answer="The subtitle column is staged on a temporary branch. Shall I apply it to main?")
-    + """  - id: read-count-posts
-    scenario: tool_selection
-    fixture: blog
-    input: "How many posts are there in my {project_id} project?"
-    reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM posts"}}]
-    forbidden_tools: [prepare_database_migration, complete_database_migration]
-    expected_answer: "There are 200 posts."
-"""
+    + COUNT_POSTS_CASE
 )
 # A score's line in the suite's own table: name, mean, pass, [low, high].
 TABLE_LINE = re.compile(r"^\s+(\w+)\s+\S+\s+(\S+)\s+\[\s*(\S+),\s*(\S+)\]", re.M)

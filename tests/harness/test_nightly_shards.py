@@ -96,6 +96,13 @@ def shard_context(shard: int, count: int, pool: str, braintrust_key: str) -> dic
     }
 
 
+def run_step(script: str, checkout: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A `report` job step's script, run by bash in that job's checkout."""
+    return subprocess.run(
+        ["bash", "-c", script], cwd=checkout, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
 def shard_command(job: dict[str, Any]) -> list[str]:
     """The `Evals` step's script, as the runner's shell runs it."""
     return ["bash", "-c", workflow.run_script(job, "Evals", {})]
@@ -175,15 +182,7 @@ def test_every_shard_of_the_nightly_runs_its_share_on_the_default_pool(cloud: Ne
         script = workflow.run_script(report, "Merge the shards", {})
         report_env = {**offline_env(tmp_path / "unused"), **workflow.step_env(report, "Merge the shards", context)}
         report_env["EVAL_DATASET"] = str(dataset)  # the test's cases stand in for the bundled ones
-        merged = subprocess.run(
-            ["bash", "-c", script],
-            cwd=checkout,
-            env=report_env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        merged = run_step(script, checkout, report_env)
         assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-3000:]
         _, records = load_run(checkout / "results" / run_id)
         expected = sorted(
@@ -199,15 +198,7 @@ def test_every_shard_of_the_nightly_runs_its_share_on_the_default_pool(cloud: Ne
         # The report job's last step: the night's experiments become bases for the next run.
         mark_env = {**report_env, **braintrust.env()}
         mark_env.update(workflow.step_env(report, "Mark the night's experiments", {**context}))
-        marked = subprocess.run(
-            ["bash", "-c", workflow.run_script(report, "Mark the night's experiments", {})],
-            cwd=checkout,
-            env=mark_env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        marked = run_step(workflow.run_script(report, "Mark the night's experiments", {}), checkout, mark_env)
         assert marked.returncode == 0, marked.stdout + marked.stderr
         stored = [experiment["metadata"] for experiment in braintrust.experiments]
     assert [m["shards_merged"] for m in stored] == ["4 of 4 shards, 15 of 15 planned trials"] * 2
