@@ -41,9 +41,19 @@ def _variant_names() -> list[str]:
     return ["default", *sorted(path.stem for path in VARIANTS.glob("*.yaml"))]
 
 
+def _variant_of(settings: Settings) -> str:
+    return settings.tool_descriptions.stem if settings.tool_descriptions else "default"
+
+
+def _one_of(value: str, choices: list[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"{value!r} is not one of {', '.join(choices)}")
+    return value
+
+
 def parameters(settings: Settings) -> dict[str, type[BaseModel]]:
     """The `Eval(parameters=...)` of an experiment run under `settings` (defaults: its own)."""
-    variant = settings.tool_descriptions.stem if settings.tool_descriptions else "default"
+    variant = _variant_of(settings)
 
     class Model(BaseModel):
         value: str = Field(
@@ -61,9 +71,7 @@ def parameters(settings: Settings) -> dict[str, type[BaseModel]]:
         @field_validator("value")
         @classmethod
         def known(cls, value: str) -> str:
-            if value not in _variant_names():
-                raise ValueError(f"{value!r} is not one of {', '.join(_variant_names())}")
-            return value
+            return _one_of(value, _variant_names())
 
     class Server(BaseModel):
         value: str = Field(
@@ -75,9 +83,7 @@ def parameters(settings: Settings) -> dict[str, type[BaseModel]]:
         @field_validator("value")
         @classmethod
         def known(cls, value: str) -> str:
-            if value not in _server_choices(settings):
-                raise ValueError(f"{value!r} is not one of {', '.join(_server_choices(settings))}")
-            return value
+            return _one_of(value, _server_choices(settings))
 
     class Decoys(BaseModel):
         value: int = Field(
@@ -112,7 +118,7 @@ def settings_for(base: Settings, chosen: dict[str, Any] | None) -> Settings:
     """`base` with the playground's choices applied (none, or the defaults: `base` itself)."""
     if not chosen:
         return base
-    current = base.tool_descriptions.stem if base.tool_descriptions else "default"
+    current = _variant_of(base)
     model = str(chosen.get("model", base.model))
     server = str(chosen.get("server", _started(base)))
     variant = str(chosen.get("description_variant", current))

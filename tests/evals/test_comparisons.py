@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from evals._experiments import NO_BASE, is_base_for, partial_reason
@@ -122,17 +121,14 @@ def test_adaptive_rounds_name_a_like_for_like_base_and_never_the_projects_newest
     dataset.write_text(textwrap.dedent(DATASET_HEAD + subtitle_case()))
     key = "prepare_migration|control:oracle|local|default|0"
     with FakeBraintrust() as braintrust:
-        headers = {"Authorization": f"Bearer {braintrust.env()['BRAINTRUST_API_KEY']}"}
-        with httpx.Client(base_url=braintrust.url, headers=headers) as client:
-            project = client.post("/v1/project", json={"name": "neon-mcp-evals"}).json()["id"]
-            same = {"comparison_key": key, "run_id": "earlier", "partial": None}
-            base = client.post("/v1/experiment", json={"project_id": project, "name": "earlier", "metadata": same})
-            other = {"comparison_key": key.replace("oracle", "unsafe"), "run_id": "newer", "partial": None}
-            client.post("/v1/experiment", json={"project_id": project, "name": "newer", "metadata": other})
+        same = {"comparison_key": key, "run_id": "earlier", "partial": None}
+        base = braintrust.register_experiment("earlier", same)
+        other = {"comparison_key": key.replace("oracle", "unsafe"), "run_id": "newer", "partial": None}
+        braintrust.register_experiment("newer", other)
         env = offline_env(
             tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset), EVAL_TRIALS="adaptive:2"
         )
         braintrust_eval({**env, **braintrust.env()})
         [rounds] = [e for e in braintrust.experiments if e["name"].startswith("prepare_migration")]
     assert rounds["metadata"]["partial"] == "adaptive rounds"  # never a base itself
-    assert rounds["base_exp_id"] == base.json()["id"]  # its own kind, not the newer unsafe one
+    assert rounds["base_exp_id"] == base  # its own kind, not the newer unsafe one

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from analysis.merge import merge_runs
@@ -63,15 +62,6 @@ def test_a_missing_short_or_repeated_shard_is_not_the_whole_run(
     assert not found["complete"] and problem in found["problems"]
 
 
-def register(braintrust: FakeBraintrust, name: str, metadata: dict[str, Any]) -> str:
-    """An experiment as a shard's `braintrust eval` registers it (the SDK's own endpoints)."""
-    headers = {"Authorization": f"Bearer {braintrust.env()['BRAINTRUST_API_KEY']}"}
-    with httpx.Client(base_url=braintrust.url, headers=headers) as client:
-        project = client.post("/v1/project", json={"name": "neon-mcp-evals"}).json()
-        body = {"project_id": project["id"], "name": name, "metadata": metadata}
-        return str(client.post("/v1/experiment", json=body).json()["id"])
-
-
 def run_mark(braintrust: FakeBraintrust, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {**offline_env(tmp_path / "unused"), **braintrust.env()}
     command = [sys.executable, "-m", "evals.shards_merged", str(tmp_path / "merged" / RUN_ID)]
@@ -82,8 +72,10 @@ def test_a_whole_merge_marks_the_runs_experiments_and_they_become_bases(tmp_path
     coverage(tmp_path, [("1/2", 3, 3), ("2/2", 2, 2)])
     shard_metadata = {"run_id": RUN_ID, "partial": "shard 2/2", "comparison_key": KEY}
     with FakeBraintrust() as braintrust:
-        night = register(braintrust, f"prepare_migration · control:oracle · neon · default · {RUN_ID}", shard_metadata)
-        other = register(braintrust, "another night", {**shard_metadata, "run_id": "nightly-76-1"})
+        night = braintrust.register_experiment(
+            f"prepare_migration · control:oracle · neon · default · {RUN_ID}", shard_metadata
+        )
+        other = braintrust.register_experiment("another night", {**shard_metadata, "run_id": "nightly-76-1"})
         tomorrow = {"run_id": "nightly-78-1", "comparison_key": KEY}
         assert not is_base_for({"metadata": shard_metadata}, tomorrow)  # a shard's share alone is not a base
 
@@ -102,7 +94,7 @@ def test_a_whole_merge_marks_the_runs_experiments_and_they_become_bases(tmp_path
 def test_a_merge_short_of_a_shard_marks_nothing_and_exits_1(tmp_path: Path) -> None:
     coverage(tmp_path, [("1/2", 3, 3)])
     with FakeBraintrust() as braintrust:
-        register(braintrust, "the night", {"run_id": RUN_ID, "partial": "shard 1/2", "comparison_key": KEY})
+        braintrust.register_experiment("the night", {"run_id": RUN_ID, "partial": "shard 1/2", "comparison_key": KEY})
         marked = run_mark(braintrust, tmp_path)
         patches = braintrust.paths("PATCH")
     assert marked.returncode == 1

@@ -36,6 +36,8 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+import httpx
+
 from tests.fakes.braintrust_datasets import Datasets
 from tests.fakes.jsonserver import JsonServer, Request, Response
 
@@ -132,6 +134,14 @@ class FakeBraintrust:
         with self._lock:
             found = [item for item in self.state.datasets.datasets if item["name"] == name]
             return self.state.datasets.rows(found[0]["id"]) if found else []
+
+    def register_experiment(self, name: str, metadata: dict[str, Any], project: str = "neon-mcp-evals") -> str:
+        """An earlier experiment, registered through the API as the SDK registers one; its id."""
+        headers = {"Authorization": f"Bearer {API_KEY}"}
+        with httpx.Client(base_url=self.url, headers=headers) as client:
+            project_id = client.post("/v1/project", json={"name": project}).json()["id"]
+            body = {"project_id": project_id, "name": name, "metadata": metadata}
+            return str(client.post("/v1/experiment", json=body).json()["id"])
 
     def add_row_in_the_ui(self, name: str, row: dict[str, Any]) -> None:
         """A row as a user adds one in Braintrust's UI: stored in the dataset, without `push`'s mark."""
