@@ -8,8 +8,11 @@ STAMP := $(VENV)/.installed-stamp
 # released when they finish (whatever the outcome), and stopped when no other live process holds a
 # lease on them (another `make eval` in a second terminal keeps its cluster), unless LOCALNEON_KEEP=1.
 STOP_PG = $(PY) -m localneon.pg release >/dev/null 2>&1 || true
-# The test clusters: one set per pytest-xdist worker (tests/pgdirs.py), e.g. .localneon/test-pgdata-gw0.
-TEST_CLUSTERS = .localneon/test-pgdata* .localneon/scorer-test-pgdata* .localneon/faults-pgdata*
+# The test clusters: one set per pytest-xdist worker (tests/pgdirs.py), e.g. .localneon/test-pgdata-gw0,
+# and those in LOCALNEON_TEST_ROOT when it is set (`make check` sets it to a folder on tmpfs).
+TEST_CLUSTERS = .localneon/test-pgdata* .localneon/scorer-test-pgdata* .localneon/faults-pgdata* \
+	$${LOCALNEON_TEST_ROOT:+$$LOCALNEON_TEST_ROOT/test-pgdata* $$LOCALNEON_TEST_ROOT/scorer-test-pgdata* \
+	$$LOCALNEON_TEST_ROOT/faults-pgdata*}
 RELEASE_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
 	[ -d "$$dir" ] && LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg release >/dev/null 2>&1 || true; done
 STOP_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
@@ -28,7 +31,7 @@ THEN_STOP = trap true INT TERM; status=0; $(1) || status=$$?; $(2); exit $$statu
 CORES := $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( (3 * $(CORES) + 1) / 2 )); [ $$n -gt 4 ] && n=4; echo $$n))
 
-.PHONY: eval test test-long check lint typecheck clean server janitor pool dataset bench calibrate ab smoke npm
+.PHONY: eval test test-long check lint typecheck clean server janitor pool dataset bench calibrate ab smoke npm snapshot
 
 # What the project installs into the venv (`make PIP_INSTALL_ARGS=-e . ...` to leave out the dev tools).
 PIP_INSTALL_ARGS ?= -e '.[dev]'
@@ -78,14 +81,26 @@ test: $(STAMP) browser  ## Run the test suite (embedded PostgreSQL, local Neon s
 test-long: $(STAMP) browser  ## Run the full-scale journeys `make test` leaves out (docs/development.md).
 	@$(call THEN_STOP,$(PYTEST) -m long,$(STOP_TEST_PG))
 
+# The fast lane's clusters are on tmpfs where /dev/shm is one with room (tests/pgdirs.py): a database
+# clone there costs a fraction of its CPU on a disk, and the lane creates hundreds. They stay there, like
+# .localneon/'s, for the next run (120-250 MB a worker; `make clean` removes them); elsewhere, or with
+# LOCALNEON_TEST_ROOT=.localneon, the lane uses .localneon/ as `make test` does.
 check: $(STAMP)  ## The fast lane: every test but whole evals in subprocesses, fault injection and npm servers.
-	@$(call THEN_STOP,$(PYTEST) --fast -m 'not long' -q,$(STOP_TEST_PG))
+	@export LOCALNEON_TEST_ROOT="$${LOCALNEON_TEST_ROOT:-$$($(PY) -m tests.pgdirs tmpfs)}"; \
+	$(call THEN_STOP,$(PYTEST) --fast -m 'not long' -q,$(STOP_TEST_PG))
 
 # Neon's npm packages the tests drive install on first use; CI installs them first, so that
 # `make test`'s time is the suite's and not npm's (~525 MB for the published server).
-npm: $(STAMP)  ## Install Neon's npm packages the tests use (the published server 0.6.5, the client libraries).
+npm: $(STAMP)  ## Install the npm packages the tests use (Neon's published server 0.6.5, DBHub 1.4.0, the client libraries).
 	$(PY) -m harness.servers.neon.published.install
+	$(PY) -m harness.servers.dbhub.published.install
+	@$(call THEN_STOP,$(PY) -m harness.servers.neon.worn_surface take,$(STOP_PG))
 	$(PY) -m tests.localneon.npm_packages
+
+# The hosted server's current tool surface (needs NEON_API_KEY): cached beside the embedded cluster and
+# then worn by every local run in place of the published one (docs/local-twin.md).
+snapshot: $(STAMP)  ## Take Neon's hosted MCP server's tool surface for the local twin to wear (needs NEON_API_KEY).
+	@$(call THEN_STOP,$(PY) -m harness.servers.neon.worn_surface hosted,$(STOP_PG))
 
 lint: $(STAMP)  ## ruff and mypy.
 	$(VENV)/bin/ruff check .
@@ -114,4 +129,6 @@ bench: $(STAMP)  ## Benchmarks: the local server's operations, then the harness'
 clean:  ## Remove the virtual environment, the embedded database and local results.
 	-$(PY) -m localneon.pg stop 2>/dev/null
 	-$(STOP_CLUSTERS)
+	-export LOCALNEON_TEST_ROOT="$$($(PY) -m tests.pgdirs tmpfs-folder 2>/dev/null)"; \
+	  [ -n "$$LOCALNEON_TEST_ROOT" ] && { $(STOP_CLUSTERS); rm -rf "$$LOCALNEON_TEST_ROOT"; }
 	rm -rf $(VENV) .localneon results .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -4,6 +4,8 @@ picture, the cases that moved, and how many trials each case got and why it stop
 Each arm is named from its records (model, server, tool descriptions, decoys, tools, system prompt),
 not from the label it was started with: a two-model A/B is not "default vs default", and a variant
 A/B still says which model read the variants. The title names what differs; a table names it all.
+A server-design A/B (`make ab A=server:local B=server:dbhub`) names each arm's server by what ran
+(`localneon, the Neon twin` or the npm package and version) and its family, whose tools it judged.
 
     python -m analysis.ab_page RUN_A RUN_B [--out FILE] [--dataset PATH]
 
@@ -65,11 +67,18 @@ def _prompt(prompt: str | None) -> str:
     return f"“{first[:40]}{'…' if len(first) > 40 else ''}” ({len(prompt)} chars, {digest})"
 
 
+def server_name(config: TrialConfig) -> str:
+    """The server a trial ran on, as a reader knows it, with the family whose tools it had."""
+    name = "localneon, the Neon twin" if config.server == "local" else config.server_identity or config.server
+    return f"{name} ({config.server_family} family)"
+
+
 # What names an arm, read from its records' configs, in the order the page says it.
 ARM_FIELDS: tuple[tuple[str, Callable[[TrialConfig], object]], ...] = (
     ("model", lambda c: c.model),
-    ("server", lambda c: c.server),
+    ("server", server_name),
     ("descriptions", lambda c: c.description_variant),
+    ("surface", lambda c: c.surface or "not recorded"),  # a variant applies on top of the surface worn
     ("decoys", lambda c: c.decoy_count),
     ("tools", lambda c: c.tool_count),
     ("system prompt", lambda c: _prompt(c.system_prompt)),
@@ -178,10 +187,12 @@ def write(run_a: Path, run_b: Path, comparison: dict[str, Any], out: Path, datas
         }
         for arm, path in (("A", run_a), ("B", run_b))
     ]
+    server_design = values["A"]["server"] != values["B"]["server"]
     html = render_page(
         "ab.html",
         title=title,
         shared=shared,
+        servers={arm: values[arm]["server"] for arm in ("A", "B")} if server_design else None,
         arms=arms,
         fields=[field for field, _ in ARM_FIELDS],
         differ=[field for field, _ in ARM_FIELDS if values["A"][field] != values["B"][field]],

@@ -18,6 +18,8 @@ from typing import Any
 from filelock import FileLock
 from pydantic import BaseModel, ValidationError
 
+from harness.environment import host
+
 VERDICTS_FILE = "judge_calibration.jsonl"
 INFO_FILE = "calibration.json"
 
@@ -78,7 +80,7 @@ def resolve_run(run: str, results_dir: Path | None = None) -> Path:
         return given.parent
     if given.is_dir():
         return given
-    base = results_dir or Path(os.environ.get("EVAL_RESULTS_DIR") or "results")
+    base = results_dir or host().results_dir
     if (base / run).is_dir():
         return base / run
     raise CalibrationRunError(f"{run}: no such run folder, file, or run id under {base}/")

@@ -2,12 +2,15 @@
 
 A score that no careless agent ever fails proves nothing; a score the careful agent fails is
 wrong. From one run of the control agents (`control:oracle` careful; `control:unsafe`,
-`control:sloppy` careless), every record is re-scored and counted per scenario kind, score and
-agent: how many scored trials failed. `separation_problems` says what is missing: a score the
+`control:sloppy`, `control:obedient` careless), every record is re-scored and counted per scenario
+kind, score and agent: how many scored trials failed. `separation_problems` says what is missing: a score the
 careful agent failed, or one that applies to a scenario (the careful agent's trials are scored)
 and that no careless agent fails on every trial of it.
 
     python -m analysis.controls RUN [--dataset PATH] [--careful control:oracle]
+
+`tests/scorers/test_control_separation.py` builds the matrix from trials run in-process (fast lane);
+`tests/evals/test_score_matrix.py` from a run of the CLI (long).
 """
 
 from __future__ import annotations
@@ -26,10 +29,13 @@ CAREFUL = "control:oracle"
 
 
 def scenario_kind(case: Case) -> str:
-    """The scenario, split where the safe behaviour differs: who answers, and whether it is a change."""
+    """The scenario, split where the safe behaviour differs: who answers, and whether it is a change
+    (a migration, or a destructive step the user is asked about: delete, reset, reconfigure)."""
     if case.scenario == "complete":
         return f"complete · {case.approval}"
     if case.scenario == "tool_selection":
+        if not case.is_migration and case.approval != "none":
+            return f"tool_selection · destructive · {case.approval}"
         return "tool_selection · " + ("change" if case.is_migration else "read-only")
     return case.scenario
 

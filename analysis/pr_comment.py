@@ -11,7 +11,6 @@ re-scored from the records, so the table says what the PR's scorers say of both 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from analysis.rescore import score_run, summarise_scored
 from analysis.runs import RunInputError
 from analysis.summary import percent
 from harness.cases import Case, load_cases
+from harness.environment import process_env
 from harness.recording.records import TrialRecord
 from harness.recording.store import TRIALS_FILE, load_run
 
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.github_comment import GitHubError, keep_comment
 
     try:
-        done = keep_comment(markdown, marker(args.key), number=args.post, env=os.environ)
+        done = keep_comment(markdown, marker(args.key), number=args.post, env=process_env())  # GITHUB_*
     except GitHubError as error:
         print(f"pr_comment: {error}", file=sys.stderr)
         return 0 if args.refusal_ok and error.status in (401, 403) else 1

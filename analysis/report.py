@@ -32,7 +32,7 @@ from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run, summar
 from analysis.runs import RunInputError, load_records, run_folder
 from analysis.summary import OVERALL, PASS_THRESHOLD, percent
 from harness.cases import DatasetError, load_cases
-from harness.models.providers.control import damages_main_by_design
+from harness.models.control import damages_main_by_design
 from harness.recording.records import TrialRecord
 from scorers.main_damage import changed_main_unapproved, damage_line
 from scorers.registry import spec
@@ -110,7 +110,10 @@ def grid_values(trials: Sequence[ScoredTrial]) -> list[dict[str, Any]]:
             else:
                 css = "pass" if passed == len(verdicts) else "fail" if passed == 0 else "mixed"
                 cells.append({"text": f"{passed}/{len(verdicts)}", "css": css, "score": name})
-        rows.append({"case_id": case_id, "cells": cells})
+        kinds = {cell["css"] for cell in cells}
+        # Passed everything it was judged on (and was judged on something): folded on the page, so the
+        # cases with a failure, or never judged, are the ones a reader sees first.
+        rows.append({"case_id": case_id, "cells": cells, "clean": kinds <= {"pass", "na"} and "pass" in kinds})
     return rows
 
 
@@ -226,6 +229,11 @@ def damage_values(trials: Sequence[ScoredTrial]) -> list[dict[str, Any]]:
     return lines
 
 
+# A group's failure lines shown open; the rest fold into one line, so that a run of every bundled case
+# (100+, an unsafe agent failing each) stays a page one can read through: the first ones are the model's.
+FAILURES_SHOWN = 12
+
+
 def render_report(
     run_info: Mapping[str, Any],
     run_path: Path,
@@ -243,6 +251,7 @@ def render_report(
         pictures=pictures if pictures is not None else draw_pictures(trials),
         groups=groups,
         names=NAMES,
+        failures_shown=FAILURES_SHOWN,
     )
 
 

@@ -7,11 +7,11 @@ which every CLI turns into exit code 2.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.environment import host
 from harness.recording.records import TrialRecord
 from harness.recording.store import TRIALS_FILE, load_run
 
@@ -39,7 +39,7 @@ def resolve_run(argument: str) -> Path:
     path = Path(argument)
     if path.exists():
         return path
-    under_results = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / argument
+    under_results = host().results_dir / argument
     if under_results.exists():
         return under_results
     raise RunInputError(f"{argument}: no such run folder or {TRIALS_FILE} (nor {under_results})")

@@ -28,6 +28,7 @@ from analysis.compare_stats import compare
 from analysis.controls import build_matrix, render_matrix
 from analysis.rescore import score_run
 from harness.cases import BUNDLED_DATASET, load_cases
+from harness.environment import host
 from harness.recording.store import load_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -72,9 +73,10 @@ def write_dataset(folder: Path) -> Path:
 
 
 def sample_env(results_dir: Path, dataset: Path, pgdata: Path | None = None) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if not name.startswith(_STRIPPED)}
-    if pgdata is None and os.environ.get("LOCALNEON_PGDATA"):  # the developer's cluster, as `make eval` uses
-        pgdata = Path(os.environ["LOCALNEON_PGDATA"])
+    env = {name: value for name, value in os.environ.items() if not name.startswith(_STRIPPED)}  # for the child
+    developers = host().pgdata
+    if pgdata is None and developers:  # the developer's cluster, as `make eval` uses
+        pgdata = Path(developers)
     env.update(
         EVAL_MODEL=",".join(AGENTS),
         EVAL_TRIALS="1",

@@ -14,85 +14,107 @@ trials were recorded and what to run next, and exits 128 + the signal's number, 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from dotenv import load_dotenv
-
+from evals._settings import OFFLINE_DEFAULT_TRIALS, EvalSettings, launch_environment
 from harness.config import new_run_id
 from harness.models.providers.registry import model_key_variables, provider_spec, rules_for
 from harness.recording.store import planned_trials, recorded_trials
+from harness.servers.neon.worn_surface import FILE_ENV as SURFACE_FILE_ENV
+from harness.servers.neon.worn_surface import SurfaceChoiceError
+from harness.servers.neon.worn_surface import choose as choose_surface
 from scorers.judge import TIMEOUT_VARIABLE, judge_settings, no_judge_reason
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-OFFLINE_DEFAULT_TRIALS = "2"
 # A key shorter than this is a placeholder (`local`, `ollama`, `not-needed`): no provider's real key is.
 PLACEHOLDER_KEY_LENGTH = 20
 
 
-def build_command(extra_args: list[str], target: Path = REPO_ROOT / "evals") -> list[str]:
-    """The `braintrust eval` command line for the current environment, over `target` (all evals)."""
+def build_command(
+    extra_args: list[str], target: Path = REPO_ROOT / "evals", env: Mapping[str, str] | None = None
+) -> list[str]:
+    """The `braintrust eval` command line for `env` (default: this process's), over `target` (all evals)."""
     executable = shutil.which("braintrust", path=str(Path(sys.executable).parent)) or shutil.which("braintrust")
     command = [executable] if executable else [sys.executable, "-m", "braintrust"]
     command += ["eval", "--terminate-on-failure"]
-    if not os.environ.get("BRAINTRUST_API_KEY"):
+    if not EvalSettings.from_env(env).braintrust_api_key:
         command.append("--no-send-logs")
     return [*command, *extra_args, str(target)]
 
 
-def adopt_api_key_flag(extra_args: list[str]) -> None:
+def adopt_api_key_flag(extra_args: list[str], env: dict[str, str]) -> None:
     """`python -m evals --api-key K` logs in as `BRAINTRUST_API_KEY=K` would: the launcher's own choices
-    (local mode or not, the judge's route) and the CLI's then agree (the flag wins, as in the CLI)."""
+    (local mode or not, the judge's route) and the CLI's then agree (the flag wins, as in the CLI).
+    `env` is the environment the CLI will be given."""
     for position, arg in enumerate(extra_args):
         if arg == "--api-key" and position + 1 < len(extra_args):
-            os.environ["BRAINTRUST_API_KEY"] = extra_args[position + 1]
+            env["BRAINTRUST_API_KEY"] = extra_args[position + 1]
         elif arg.startswith("--api-key="):
-            os.environ["BRAINTRUST_API_KEY"] = arg.split("=", 1)[1]
+            env["BRAINTRUST_API_KEY"] = arg.split("=", 1)[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        load_dotenv(REPO_ROOT / ".env", override=False, encoding="utf-8")
+    try:  # the CLI's environment: .env under the real one, then the launcher's choices below
+        env = launch_environment(REPO_ROOT / ".env")
     except UnicodeDecodeError as error:
         print(f"evals: {REPO_ROOT / '.env'}: not UTF-8 text ({error.reason} at byte {error.start})", file=sys.stderr)
         return 2
     extra = list(sys.argv[1:] if argv is None else argv)
-    adopt_api_key_flag(extra)
-    local = local_models()
-    if local and not os.environ.get("EVAL_TRIALS"):  # the first line: 20 trials a case would take days on a CPU
-        os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
+    adopt_api_key_flag(extra, env)
+    try:  # the first line: whose words the tools are described in (the twin wears Neon's by default)
+        print(f"evals: {wear_surface(env)}", file=sys.stderr, flush=True)
+    except SurfaceChoiceError as error:
+        print(f"evals: stopping before any trial: {error}", file=sys.stderr)
+        return 2
+    local = local_models(env)
+    if local and not env.get("EVAL_TRIALS"):  # the first line: 20 trials a case would take days on a CPU
+        env["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
         print(
             f"evals: {local}: {OFFLINE_DEFAULT_TRIALS} trials a case (set EVAL_TRIALS for more)",
             file=sys.stderr,
         )
-    if not os.environ.get("BRAINTRUST_API_KEY"):
+    if not env.get("BRAINTRUST_API_KEY"):
         print("evals: no BRAINTRUST_API_KEY, running in Braintrust's local mode (--no-send-logs)", file=sys.stderr)
-    has_model_key = any(os.environ.get(name) for name in model_key_variables())
-    if not has_model_key and not os.environ.get("EVAL_TRIALS"):
-        os.environ["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
+    has_model_key = any(env.get(name) for name in model_key_variables())
+    if not has_model_key and not env.get("EVAL_TRIALS"):
+        env["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
     try:
-        print(f"evals: {judge_line()}", file=sys.stderr)
+        print(f"evals: {judge_line(env)}", file=sys.stderr)
     except ValueError as error:  # a judge setting that cannot work (EVAL_JUDGE_TIMEOUT): before any trial
         print(f"evals: stopping before any trial: {error}", file=sys.stderr)
         return 2
-    run_id = os.environ.setdefault("EVAL_RUN_ID", new_run_id())
-    command = build_command(extra)
-    before = recorded_trials(run_folder(run_id))  # a continued run (a shard, EVAL_RUN_ID again) has some already
-    child = subprocess.Popen(command, cwd=REPO_ROOT)
+    run_id = env.setdefault("EVAL_RUN_ID", new_run_id())
+    command = build_command(extra, env=env)
+    results = EvalSettings.from_env(env).results_dir
+    before = recorded_trials(run_folder(run_id, results))  # a continued run (a shard, EVAL_RUN_ID again) has some
+    child = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
     code = wait_for(child)
     if code < 0:  # ended by a signal it could not handle: no summary, no gate, no cleanup
-        say_how_the_signal_ended_it(-code, child.pid, run_id, before)
+        say_how_the_signal_ended_it(-code, child.pid, run_folder(run_id, results), before)
         return 128 - code
-    say_where_the_records_went(run_id)
+    say_where_the_records_went(run_folder(run_id, results))
     return code
 
 
-def local_models(env: os._Environ[str] | dict[str, str] = os.environ) -> str | None:
+def wear_surface(env: dict[str, str]) -> str:
+    """Choose the local twin's surface for the CLI it starts (`LOCALNEON_SURFACE` in `env`, the CLI's
+    environment), and say it; a run on another server sees that server's own words."""
+    server = (env.get("EVAL_SERVER") or "local").strip()
+    if server != "local":
+        return "surface: the server under test's own (EVAL_SERVER is not the local twin)"  # a URL may hold a key
+    chosen = choose_surface(env)
+    if chosen.path is not None:
+        env[SURFACE_FILE_ENV] = str(chosen.path)
+    return chosen.line()
+
+
+def local_models(env: Mapping[str, str]) -> str | None:
     """Why every model `EVAL_MODEL` names looks like a local one (no known price, a placeholder key),
     or None: such a run gets the small offline trial count unless EVAL_TRIALS says otherwise."""
     models = [model.strip() for model in env.get("EVAL_MODEL", "").split(",") if model.strip()]
@@ -108,18 +130,19 @@ def local_models(env: os._Environ[str] | dict[str, str] = os.environ) -> str | N
     return f"{'; '.join(described)} (a local model)" if described else None
 
 
-def judge_line() -> str:
-    """The first lines' word on the judge: where it runs, or why there is none, naming what turned it
-    off (EVAL_JUDGE_PROVIDER=none is not a missing key). A bad judge setting raises ValueError."""
-    judge = judge_settings()
+def judge_line(env: Mapping[str, str] | None = None) -> str:
+    """The first lines' word on the judge in `env` (default: this process's): where it runs, or why there
+    is none, naming what turned it off (EVAL_JUDGE_PROVIDER=none is not a missing key). A bad judge
+    setting raises ValueError."""
+    judge = judge_settings(env)
     if judge is None:
-        return f"factuality is n/a: {no_judge_reason()}"
+        return f"factuality is n/a: {no_judge_reason(env)}"
     return f"factuality judge: {judge.describe()} (timeout {judge.timeout_s:g} s a request, {TIMEOUT_VARIABLE})"
 
 
-def run_folder(run_id: str) -> Path:
+def run_folder(run_id: str, results_dir: Path) -> Path:
     """The run's results folder, where the CLI (run from the checkout) writes it."""
-    run_dir = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / run_id
+    run_dir = results_dir / run_id
     return run_dir if run_dir.is_absolute() else (REPO_ROOT / run_dir)
 
 
@@ -129,15 +152,15 @@ def shown_path(path: Path) -> Path:
     return path.relative_to(here) if path.is_relative_to(here) else path
 
 
-def say_how_the_signal_ended_it(signum: int, pid: int, run_id: str, before: int) -> None:
+def say_how_the_signal_ended_it(signum: int, pid: int, folder: Path, before: int) -> None:
     """A run killed outright: which signal, how far it got, and that nothing after the trials happened."""
     try:
         name = signal.Signals(signum).name
     except ValueError:
         name = f"signal {signum}"
-    trials = shown_path(run_folder(run_id) / "trials.jsonl")
-    recorded = recorded_trials(run_folder(run_id)) - before
-    planned = planned_trials(run_folder(run_id), pid)
+    trials = shown_path(folder / "trials.jsonl")
+    recorded = recorded_trials(folder) - before
+    planned = planned_trials(folder, pid)
     count = f"{recorded} of {planned} planned trials were" if planned is not None else f"{recorded} trial(s) were"
     print(
         f"evals: the eval process (braintrust eval, pid {pid}) was killed by {name} before it finished; "
@@ -147,9 +170,8 @@ def say_how_the_signal_ended_it(signum: int, pid: int, run_id: str, before: int)
     )
 
 
-def say_where_the_records_went(run_id: str) -> None:
+def say_where_the_records_went(shown: Path) -> None:
     """The run's folder and the command that turns it into a page (nothing when no record was written)."""
-    shown = run_folder(run_id)
     if not (shown / "trials.jsonl").exists():
         return
     python = Path(sys.executable)

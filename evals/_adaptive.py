@@ -17,8 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -56,7 +55,7 @@ class TrialPlan:
         return {"max_trials": self.max_trials, "alpha": self.alpha, "floor": self.floor, "margin": self.margin}
 
 
-def _rate(env: dict[str, str] | os._Environ[str], name: str, default: float) -> float:
+def _rate(env: Mapping[str, str], name: str, default: float) -> float:
     text = env.get(name, "").strip()
     if not text:
         return default
@@ -69,8 +68,9 @@ def _rate(env: dict[str, str] | os._Environ[str], name: str, default: float) -> 
     return value
 
 
-def parse_trials(text: str, default: int, env: dict[str, str] | os._Environ[str] = os.environ) -> TrialPlan:
-    """`20` (fixed), `adaptive` (up to `default`) or `adaptive:20`; anything else names the problem."""
+def parse_trials(text: str, default: int, env: Mapping[str, str]) -> TrialPlan:
+    """`20` (fixed), `adaptive` (up to `default`) or `adaptive:20`; anything else names the problem.
+    `env` holds the EVAL_ADAPTIVE_* rates (the run's settings, `evals._settings.EvalSettings.env`)."""
     text = text.strip()
     if not text:
         return TrialPlan(default)
@@ -191,7 +191,7 @@ class Rounds:
         def record(case: Case, trial_index: int, result: TrialRecord | None) -> None:
             state = self.states.get(case.id)
             if state is not None:
-                passed = trial_passed(result, state.case) if result is not None else None
+                passed = trial_passed(result, case) if result is not None else None  # the case the task ran
                 self.record_outcome(arm, case.id, trial_index, passed)
 
         return record
@@ -218,11 +218,25 @@ def write_summary(path: Path, label: str, metadata: dict[str, Any]) -> None:
 # -- A/B arms ----------------------------------------------------------------------------------------
 
 
+SERVER_ARM = "server:"  # `server:<EVAL_SERVER value>`: a server-design A/B (e.g. server:local vs server:dbhub)
+
+
+def is_server_arm(spec: str) -> bool:
+    return spec.strip().startswith(SERVER_ARM)
+
+
 def arm_settings(base: Settings, spec: str, arm: str) -> tuple[str, Settings]:
     """An arm from `EVAL_AB_<arm>`: a description file (.yaml/.yml/.json), a system prompt file
-    (`@path`, .txt or .md), or a model (`provider:model`). Returns its label and settings."""
+    (`@path`, .txt or .md), a server (`server:<EVAL_SERVER value>`, e.g. `server:local` for the
+    Neon twin, `server:dbhub`), or a model (`provider:model`). Returns its label and settings."""
     spec = spec.strip()
     run_id = f"{base.run_id}-{arm}"
+    if is_server_arm(spec):
+        server = spec.removeprefix(SERVER_ARM).strip()
+        if not server:
+            raise ConfigError(f"EVAL_AB_{arm}: {spec!r} names no server (e.g. server:local, server:dbhub)")
+        settings = base.model_copy(update={"server": server, "run_id": run_id})
+        return f"server {settings.server_label}", settings
     path = Path(spec.removeprefix("@"))
     if spec.startswith("@") or path.suffix.lower() in (".txt", ".md"):
         if not path.is_file():
@@ -241,15 +255,16 @@ def arm_settings(base: Settings, spec: str, arm: str) -> tuple[str, Settings]:
     )
 
 
-def ab_arms(base: Settings, env: dict[str, str] | os._Environ[str] = os.environ) -> list[tuple[str, str, Settings]]:
-    """[("A", label, settings), ("B", label, settings)] from EVAL_AB_A/EVAL_AB_B, or [] when not set."""
+def ab_arms(base: Settings, env: Mapping[str, str]) -> list[tuple[str, str, Settings]]:
+    """[("A", label, settings), ("B", label, settings)] from EVAL_AB_A/EVAL_AB_B in `env` (the run's
+    settings), or [] when not set."""
     first, second = env.get("EVAL_AB_A", "").strip(), env.get("EVAL_AB_B", "").strip()
     if not first and not second:
         return []
     if not first or not second:
         raise ConfigError("an A/B run needs both EVAL_AB_A and EVAL_AB_B")
     model = base.models[0]
-    if len(base.models) > 1 and ":" not in first:
+    if len(base.models) > 1 and (":" not in first or is_server_arm(first)):
         raise ConfigError(f"an A/B run of descriptions or prompts runs one model; EVAL_MODEL names {len(base.models)}")
     base = base.for_model(model)
     return [(arm, *arm_settings(base, spec, arm)) for arm, spec in (("A", first), ("B", second))]
@@ -267,6 +282,7 @@ def define_rounds(
     concurrency: int,
     project: str,
     sweep: list[int],
+    arms: list[tuple[str, str, Settings]],
 ) -> None:
     """Declare the `Eval`s of an adaptive run (one schedule per experiment) or an A/B run (one
     schedule per decoy count, shared by both arms)."""
@@ -275,7 +291,7 @@ def define_rounds(
     from evals._experiments import comparison_arguments
     from evals._report import REPORTER
     from evals._scoring import observed
-    from evals._start import record_dataset_at_start
+    from evals._start import plan_start, record_dataset_at_start
     from evals._task import experiment_metadata, make_task, rows
     from scorers.adapters import SCORERS
 
@@ -284,7 +300,6 @@ def define_rounds(
         metadata = {**dict(cast(dict[str, Any], row.metadata)), "trial_index": trial_index, "adaptive_round": number}
         return EvalCase(input=row.input, expected=row.expected, metadata=metadata, tags=row.tags, trial_count=1)
 
-    arms = ab_arms(base)
     if arms:
         groups = [
             [(f"{arm}: {label}", arm, s.model_copy(update={"decoys": d})) for arm, label, s in arms] for d in sweep
@@ -296,10 +311,14 @@ def define_rounds(
             for model in base.models
             for d in (sweep or [base.decoys])
         ]
+    planned = {base.server}  # experiments() planned the start of EVAL_SERVER's
     for group in groups:
         rounds = Rounds(cases, plan, [arm for _, arm, _ in group], concurrency, f"{eval_name} · {group[0][0]}")
         rounds.results_file = Path(group[0][2].results_dir) / group[0][2].run_id / "adaptive.json"
         for title, arm, settings in group:
+            if settings.server not in planned:  # a server arm: its own start checks (its install, its tools)
+                planned.add(settings.server)
+                plan_start(settings, cases)
             metadata = experiment_metadata(eval_name, settings, cases, plan.max_trials)
             metadata["adaptive"] = rounds.metadata
             record_dataset_at_start(project, scenario, cases, metadata)

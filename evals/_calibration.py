@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +23,30 @@ from analysis.agreement import measure
 from analysis.calibrate import as_json, render
 from analysis.calibration_records import VerdictRecord, VerdictStore
 from evals._experiments import braintrust_project
-from harness.config import new_run_id
+from evals._settings import CALIBRATION_SWITCH, CalibrationConfigError, EvalSettings, current
 from harness.recording.store import git_commit
 from scorers.factuality import classify, render_conversation
 from scorers.judge import JudgeSettings, judge_settings, no_judge_reason
 from scorers.judge_examples import JudgeExample, examples_path, load_examples
 from scorers.judge_template import CHOICES, JudgeTemplate, load_template, template_path
 
-SWITCH = "EVAL_JUDGE_CALIBRATION"
+SWITCH = CALIBRATION_SWITCH
 EVAL_NAME = "judge_calibration"
-DEFAULT_CONCURRENCY = 4
+__all__ = ["CalibrationConfigError", "define_calibration_evals"]
 
 
-class CalibrationConfigError(RuntimeError):
-    """Calibration was asked for but cannot run; the message names the variable to set."""
+def _run(env: Mapping[str, str] | None) -> EvalSettings:
+    return current() if env is None else EvalSettings.from_env(env)
 
 
-def requested(env: dict[str, str] | None = None) -> bool:
-    source = os.environ if env is None else env
-    return source.get(SWITCH, "").strip().lower() in ("1", "true", "yes", "on")
+def requested(env: Mapping[str, str] | None = None) -> bool:
+    """`EVAL_JUDGE_CALIBRATION` in `env` (default: this process's settings)."""
+    return _run(env).calibration_requested
 
 
-def judge_models(settings: JudgeSettings, env: dict[str, str] | None = None) -> list[str]:
+def judge_models(settings: JudgeSettings, env: Mapping[str, str] | None = None) -> list[str]:
     """`EVAL_CALIBRATION_JUDGES` (comma-separated), else the configured judge model."""
-    source = os.environ if env is None else env
-    listed = [part.strip() for part in source.get("EVAL_CALIBRATION_JUDGES", "").split(",") if part.strip()]
-    return list(dict.fromkeys(listed)) or [settings.model]
+    return _run(env).calibration_judges or [settings.model]
 
 
 def rows(examples: list[JudgeExample]) -> list[EvalCase[dict[str, Any], str]]:
@@ -161,22 +158,11 @@ def report_run(reports: list[dict[str, Any]], verbose: bool, jsonl: bool) -> boo
 REPORTER = Reporter("judge-calibration", report_eval=report_eval, report_run=report_run)
 
 
-def _positive_int(name: str, default: int) -> int:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    if not text.isdigit() or int(text) < 1:
-        raise CalibrationConfigError(f"{name} must be a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
 def run_folder() -> Path:
-    """`EVAL_RESULTS_DIR/EVAL_RUN_ID` (a new id when unset), as the trial store uses them."""
-    run_id = os.environ.get("EVAL_RUN_ID", "").strip() or new_run_id()
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id):
-        raise CalibrationConfigError("EVAL_RUN_ID may hold only letters, digits, '_', '.', '-'")
-    os.environ["EVAL_RUN_ID"] = run_id  # every experiment of this process writes to the same folder
-    return Path(os.environ.get("EVAL_RESULTS_DIR", "").strip() or "results") / run_id
+    """`EVAL_RESULTS_DIR/EVAL_RUN_ID` (a new id when unset, the same for every experiment of this
+    process), as the trial store uses them."""
+    run = current()
+    return run.results_dir / run.calibration_run_id
 
 
 def define_calibration_evals() -> None:
@@ -202,7 +188,7 @@ def define_calibration_evals() -> None:
         }
     )
     project = braintrust_project()
-    concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
+    concurrency = current().calibration_concurrency
     for model in models:
         judge = dataclasses.replace(settings, model=model)
         Eval(

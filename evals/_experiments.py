@@ -20,8 +20,8 @@ named after the run, and all name the same base: the newest complete experiment 
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -30,6 +30,7 @@ from braintrust.git_fields import GitMetadataSettings, RepoInfo
 from braintrust.gitutil import get_repo_info
 
 from evals._login import cli_flags, sending_logs
+from evals._settings import current
 from evals._shard import Shard
 from harness.cases import Case, dataset_hash
 from harness.config import Settings
@@ -38,7 +39,6 @@ from harness.recording.store import git_commit
 from scorers.judge import judge_settings
 
 __all__ = ["sending_logs"]
-DEFAULT_PROJECT = "neon-mcp-evals"
 GIT_FIELDS = ["commit", "branch", "tag", "dirty", "commit_time"]  # never the diff, nor author emails
 LISTING_PAGES = 20  # 100 experiments a page: how far back the base is looked for
 NO_BASE = "no earlier complete experiment with the same model/server/variant"
@@ -46,12 +46,15 @@ NO_BASE = "no earlier complete experiment with the same model/server/variant"
 
 def braintrust_project() -> str:
     """The Braintrust project every experiment and dataset of the suite goes to (`EVAL_PROJECT`)."""
-    return os.environ.get("EVAL_PROJECT") or DEFAULT_PROJECT
+    return current().project
 
 
 def comparison_key(eval_name: str, settings: Settings) -> str:
     """Experiments with equal keys measure the same thing and are compared with each other."""
-    return f"{eval_name}|{settings.model}|{settings.server_identity}|{settings.description_variant}|{settings.decoys}"
+    key = f"{eval_name}|{settings.model}|{settings.server_identity}|{settings.description_variant}|{settings.decoys}"
+    # Words the tools wore other than the twin's own are part of what was measured (the default since
+    # the twin wears Neon's published surface): such a run is compared only with one in the same words.
+    return key if settings.server_surface is None else f"{key}|{settings.surface}"
 
 
 def short_hash(text: str | None) -> str | None:
@@ -76,8 +79,10 @@ def add_tool_view(metadata: dict[str, Any], settings: Settings) -> None:
     metadata["tool_view_hash"] = None if isinstance(view, str) else view[1]
 
 
-def partial_reason(shard: Shard | None, env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
-    """Why this process's experiment will not hold every trial of the plan (None: it will)."""
+def partial_reason(shard: Shard | None, env: Mapping[str, str] | None = None) -> str | None:
+    """Why this process's experiment will not hold every trial of the plan (None: it will); `env` is the
+    run's settings (default: this process's)."""
+    env = current().env if env is None else env
     flags = cli_flags()
     reasons = []
     if flags is not None and flags.filters:
@@ -107,6 +112,7 @@ def experiment_metadata(
         "tool_count": None,
         "tool_view_hash": None,
         "description_variant": settings.description_variant,
+        "surface": settings.surface,  # whose words the tool descriptions were (docs/local-twin.md)
         "decoys": settings.decoys,
         "tool_shuffle_seed": settings.tool_shuffle_seed,
         "tool_filter": settings.tool_filter,
@@ -118,7 +124,7 @@ def experiment_metadata(
         "judge_model": judge.model if judge else None,
         "trials_per_case": trials,
         "cases": len(cases),
-        "dataset": os.environ.get("EVAL_DATASET") or "bundled",
+        "dataset": current().dataset_label,
         "dataset_hash": dataset_hash(cases),
         "braintrust_dataset": None,  # keyed runs: the pushed dataset these cases are (evals.dataset), at start
         "git_commit": git_commit(),
@@ -133,7 +139,7 @@ def repo_info() -> RepoInfo | None:
     """Commit, branch and dirty flag of the checkout (CI checkouts are detached: the branch comes from CI)."""
     info = get_repo_info(GitMetadataSettings(collect="some", fields=GIT_FIELDS))
     if info is not None and not info.branch:
-        info.branch = os.environ.get("GITHUB_HEAD_REF") or os.environ.get("GITHUB_REF_NAME") or None
+        info.branch = current().ci_branch
     return info
 
 

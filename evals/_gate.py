@@ -26,29 +26,20 @@ An unknown score name in a floor stops the run before it starts (`check_floor_na
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.summary import ExperimentSummary
-from harness.models.providers.control import damages_main_by_design
+from evals import _settings
+from evals._settings import ALLOW_DAMAGE, SHARE_LIMITS, parse_floors
+from harness.models.control import damages_main_by_design
 from scorers.main_damage import damage_line
 
-DEFAULT_MAX_INFRA_ERRORS = 0.1
-DEFAULT_MAX_JUDGE_ERRORS = 0.1
-DEFAULT_MAX_NO_ANSWERS = 0.1
-# Every share the gate reads, with its default: all checked before the first trial (`check_limits`).
-SHARE_LIMITS = {
-    "EVAL_MAX_INFRA_ERRORS": DEFAULT_MAX_INFRA_ERRORS,
-    "EVAL_MAX_JUDGE_ERRORS": DEFAULT_MAX_JUDGE_ERRORS,
-    "EVAL_MAX_NO_ANSWERS": DEFAULT_MAX_NO_ANSWERS,
-}
+# The shares and the switch the gate reads, with their defaults, are the run's settings (evals/_settings.py).
+__all__ = ["ALLOW_DAMAGE", "SHARE_LIMITS", "parse_floors"]
 # Outcomes that end a trial without the model's answer (`tool_call_as_text`: a tool call the model
 # wrote as text, which no server ran). A refusal is an answer; an infra_error is counted apart.
 NO_ANSWER_OUTCOMES = ("timeout", "turn_cap", "max_tokens", "context_window_exceeded", "tool_call_as_text")
-ALLOW_DAMAGE = "EVAL_ALLOW_MAIN_DAMAGE"
-_YES = ("1", "true", "yes")
-_NO = ("", "0", "false", "no")
 
 
 @dataclass
@@ -72,33 +63,19 @@ class ExperimentReport:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def share_limit(name: str, default: float) -> float:
-    """A share in [0, 1] from the environment; a bad value is a configuration error."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise ValueError(f"{name}={text!r} is not a share: use a number from 0 to 1 (e.g. 0.1 for 10%)")
-    return value
+def share_limit(name: str) -> float:
+    """The run's share in [0, 1] for `name` (one of SHARE_LIMITS); a bad value is a configuration error."""
+    return _settings.current().share_limit(name)
 
 
 def damage_allowed() -> bool:
     """EVAL_ALLOW_MAIN_DAMAGE: whether main changed without approval may pass the gate (a bad value is an error)."""
-    text = os.environ.get(ALLOW_DAMAGE, "").strip().lower()
-    if text not in _YES + _NO:
-        raise ValueError(f"{ALLOW_DAMAGE}={text!r} is not a switch: use 1 to let main damage pass the gate, or 0")
-    return text in _YES
+    return _settings.current().damage_allowed
 
 
 def check_limits() -> None:
     """Read every share and switch the gate will read, so a bad one stops the run before its first trial."""
-    for name, default in SHARE_LIMITS.items():
-        share_limit(name, default)
-    damage_allowed()
+    _settings.check_limits(_settings.current())
 
 
 def damage_summary(report: ExperimentReport) -> str | None:
@@ -134,21 +111,6 @@ def no_answer(outcome: str, answer: object) -> str | None:
     return None
 
 
-def parse_floors(text: str) -> dict[str, float]:
-    """Parse `name=0.9,other=1` into floors; a malformed entry is a configuration error."""
-    floors: dict[str, float] = {}
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        name, separator, value = part.partition("=")
-        try:
-            floor = float(value)
-        except ValueError:
-            floor = -1.0
-        if not separator or not name.strip() or not 0 <= floor <= 1:
-            raise ValueError(f"EVAL_MIN_PASS: '{part}' is not name=number with the number in [0, 1]")
-        floors[name.strip()] = floor
-    return floors
-
-
 def check_floor_names(floors: dict[str, float], known: list[str]) -> None:
     """A floor on a score that does not exist would never fail: refuse it before the run starts."""
     unknown = sorted(set(floors) - set(known))
@@ -172,19 +134,19 @@ def other_failures(report: ExperimentReport, floors: dict[str, float]) -> list[s
         )
     if report.failed_tasks:
         reasons.append(f"{report.failed_tasks} task(s) raised")
-    max_infra = share_limit("EVAL_MAX_INFRA_ERRORS", DEFAULT_MAX_INFRA_ERRORS)
+    max_infra = share_limit("EVAL_MAX_INFRA_ERRORS")
     if trials and report.infra_errors / trials > max_infra:
         reasons.append(
             f"{report.infra_errors}/{trials} trials were infrastructure errors, over the "
             f"{100 * max_infra:.0f}% allowed (EVAL_MAX_INFRA_ERRORS); first: {report.first_infra_error}"
         )
-    max_judge = share_limit("EVAL_MAX_JUDGE_ERRORS", DEFAULT_MAX_JUDGE_ERRORS)
+    max_judge = share_limit("EVAL_MAX_JUDGE_ERRORS")
     if trials and report.judge_errors / trials > max_judge:
         reasons.append(
             f"the judge failed on {report.judge_errors}/{trials} trials, over the {100 * max_judge:.0f}% "
             f"allowed (EVAL_MAX_JUDGE_ERRORS); first: {report.first_judge_error}"
         )
-    max_silent = share_limit("EVAL_MAX_NO_ANSWERS", DEFAULT_MAX_NO_ANSWERS)
+    max_silent = share_limit("EVAL_MAX_NO_ANSWERS")
     if trials and report.no_answers / trials > max_silent:
         reasons.append(
             f"{report.no_answers}/{trials} trials ended without the model's answer, over the "

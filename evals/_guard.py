@@ -11,7 +11,6 @@ the whole run (every trial an `infra_error`, or a gate that crashes after the mo
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
@@ -22,8 +21,10 @@ from evals import _gate
 from evals._experiments import probed_view
 from harness.cases import Case, DatasetError
 from harness.config import ConfigError, Settings
+from harness.environment import host
 from harness.recording.redact import redact_connection_passwords
 from harness.recording.store import ResultsStore
+from harness.servers.registry import family_for
 from scorers.judge import JudgePreflightError
 
 P = ParamSpec("P")
@@ -58,7 +59,7 @@ def check_start(settings: Settings, cases: list[Case]) -> None:
 
 def check_database_url(settings: Settings) -> None:
     """The local server keeps its projects in DATABASE_URL's PostgreSQL: a dead one fails every trial."""
-    url = os.environ.get("DATABASE_URL", "").strip()
+    url = (host().database_url or "").strip()
     if not url or settings.server_kind not in ("local", "stdio"):
         return
     try:
@@ -86,7 +87,8 @@ def check_tools(settings: Settings, cases: list[Case]) -> None:
     if count == 0:
         raise ConfigError(f"{cause} leaves the model no tool to call; change it so the server's tools are shown")
     shown = set(names)
-    for case in cases:
+    family = family_for(settings)
+    for case in map(family.case_for, cases):  # the tools a case needs, in the server family's terms
         if case.required_tools and not shown & set(case.required_tools):
             raise ConfigError(
                 f"{cause}: case '{case.id}' needs {', '.join(case.required_tools)}, none of which the model is "

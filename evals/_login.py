@@ -92,7 +92,7 @@ def adopt_cli_login(flags: CliFlags | None = None) -> None:
     for field, variable in FLAG_VARIABLES.items():
         value = getattr(flags, field)
         if value:
-            os.environ[variable] = value
+            os.environ[variable] = value  # the SDK's own variables: its REST client and login read them there
 
 
 def braintrust_api_key() -> str | None:
@@ -111,10 +111,11 @@ def braintrust_api_key() -> str | None:
 
 
 def export_api_key() -> None:
-    """Make a key found only by the SDK (its login, `.env.braintrust`) visible to readers of the variable
-    (the judge's gateway route), so every feature sees the same login."""
+    """Make a key found only by the SDK (its login, `.env.braintrust`) visible as the variable: the SDK's
+    REST client (the base lookup) reads only that and `.env.braintrust`, never the login; the suite's own
+    readers (the judge's gateway route) get it from the settings snapshot taken after `start_login`."""
     key = braintrust_api_key()
-    if key and not os.environ.get("BRAINTRUST_API_KEY"):
+    if key and not os.environ.get("BRAINTRUST_API_KEY"):  # the SDK's REST client reads the variable alone
         os.environ["BRAINTRUST_API_KEY"] = key
 
 
@@ -128,14 +129,15 @@ def sending_logs() -> bool:
 
 def load_suite_env(path: Path = REPO_ROOT / ".env") -> None:
     """Load the suite's `.env` into the environment as `python -m evals` does (real variables win)."""
-    try:
+    try:  # into the environment: the SDKs (Braintrust's, the models') read their variables from it
         load_dotenv(path, override=False, encoding="utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 def start_login() -> None:
-    """Everything above, in order, before the suite reads any setting: `.env`, the CLI's flags, the SDK's key."""
+    """Everything above, in order, before the suite reads any setting: `.env`, the CLI's flags, the SDK's key
+    (the settings' snapshot, `harness.environment.process_env`, is taken after them)."""
     load_suite_env()
     adopt_cli_login()
     export_api_key()

@@ -15,7 +15,6 @@ records) and returns False, so the CLI exits 1, printing every reason.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import asdict
 from typing import Any
@@ -34,8 +33,9 @@ from evals._gate import (
     run_failures,
 )
 from evals._scoring import judge_error, main_damage
+from evals._settings import current
 from evals._uploads import lost_rows
-from harness.models.providers.control import is_control_agent
+from harness.models.control import is_control_agent
 from harness.recording import trial_registry
 from harness.recording.records import Usage, cache_hit_ratio
 from scorers.judge import judge_totals
@@ -180,7 +180,7 @@ def report_eval(evaluator: Any, result: Any, verbose: bool, jsonl: bool) -> Expe
         no_answers=len(silent),
         first_no_answer=silent[0] if silent else None,
     )
-    gate = experiment_failures(report, parse_floors(os.environ.get("EVAL_MIN_PASS", "")))
+    gate = experiment_failures(report, current().floors)
     if jsonl:
         line = {  # the SDK's own summary line (what eval-action reads), then the suite's fields beside it
             "experiment": title,
@@ -222,7 +222,7 @@ def _lost_records() -> list[str]:
 
 
 def report_run(reports: list[ExperimentReport], verbose: bool, jsonl: bool) -> bool:
-    floors = parse_floors(os.environ.get("EVAL_MIN_PASS", ""))
+    floors = current().floors
     # Main changed without approval leads, across every experiment, before any other reason.
     reasons = [f"{report.title}: {reason}" for report in reports for reason in damage_failures(report)]
     reasons += [f"{report.title}: {reason}" for report in reports for reason in other_failures(report, floors)]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import time
 from collections import Counter
@@ -118,12 +117,12 @@ def shard_pool(
     and each gets at least one project of every fixture its share uses: each fixture's projects go
     round-robin to the shards whose share uses it (a split of the whole line, which is sorted by
     fixture, left shards without some fixture). Every shard computes the same split, so a pool too
-    small for the shard count stops every shard at setup with the same line. `cases` and `trials`
-    default to the run's (EVAL_DATASET, EVAL_TRIALS)."""
+    small for the shard count stops every shard at setup with the same line. `cases` defaults to the
+    run's (EVAL_DATASET); `trials` is the run's fixed count per case (`fixed_trials`; None: not known)."""
     if shard is None or not pool:
         return pool
     if cases is None:
-        cases, trials = load_cases(), fixed_trials(os.environ)
+        cases = load_cases()
     split = shares(cases, trials, shard.count)
     groups: dict[str, list[str]] = {}
     for entry in pool:

@@ -21,7 +21,6 @@ error is raised as `SystemExit` from the data of the first experiment, which no 
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -30,13 +29,13 @@ from typing import Any, TypeVar
 from evals._experiments import add_tool_view, experiment_id_of, publish_metadata
 from evals._guard import check_start, stops_the_run
 from evals._login import sending_logs
-from evals._shard import parse_shard
+from evals._settings import current
 from evals.dataset import recorded_version
 from harness.cases import Case
 from harness.config import Settings
 from harness.preflight import check_reference_sql
 from harness.recording.store import write_plan
-from harness.servers.neon.backend import check_cases
+from harness.servers.registry import family_for
 from scorers.judge import preflight
 
 T = TypeVar("T")
@@ -112,7 +111,8 @@ def _check(plan: StartPlan) -> None:
     """The checks that used to run when the eval was imported, in the same order."""
     check_start(plan.settings, plan.cases)  # gate limits, a reused run id, a dead DATABASE_URL, a model shown no tool
     preflight()  # a judge route that refuses stops the run here, not as hundreds of n/a scores
-    check_cases(plan.settings, {case.fixture for case in plan.cases})  # a fixture without a pool project
+    # The server family's own checks: a fixture without a pool project; Neon's npm server or DBHub installed.
+    family_for(plan.settings).check_start(plan.settings, {case.fixture for case in plan.cases})
     check_reference_sql(plan.settings, plan.cases)  # a reference SQL that fails on its fixture, naming the case
 
 
@@ -135,7 +135,7 @@ def start_now() -> None:
             if _PLANS and not _PLAN_WRITTEN:  # every eval file is loaded before any experiment starts
                 _PLAN_WRITTEN.append(True)
                 known = None if None in _PLANNED_TRIALS else sum(t for t in _PLANNED_TRIALS if t is not None)
-                shard = parse_shard(os.environ.get("EVAL_SHARD", ""))
+                shard = current().shard
                 run_dir = _PLANS[0].settings.results_dir / _PLANS[0].settings.run_id
                 write_plan(run_dir, known, shard=str(shard) if shard else None)
         except BaseException as error:

@@ -17,7 +17,6 @@ the run, and the rows are kept on disk to be sent again.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from braintrust import SpanCustomizer, SpanExportData, set_span_customizers
 from braintrust.span_customizer import _get_span_customizers
 
+from evals._settings import current
 from harness.recording.records import TrialRecord
 
 ERROR_CAP = 600  # characters of a trial's error kept in metadata
@@ -87,7 +87,7 @@ def watch_failed_uploads(run_dir: Path) -> Path | None:
     if not hasattr(logger, "failed_publish_payloads_dir"):
         print("evals: this braintrust SDK cannot report dropped uploads; lost rows go uncounted", file=sys.stderr)
         return None
-    chosen = logger.failed_publish_payloads_dir or os.environ.get("BRAINTRUST_FAILED_PUBLISH_PAYLOADS_DIR")
+    chosen = logger.failed_publish_payloads_dir or current().failed_uploads_dir
     folder = Path(chosen) if chosen else run_dir / FAILED_DIR_NAME
     logger.failed_publish_payloads_dir = str(folder)
     _WATCHED.append(folder)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
+import sys
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,38 +26,29 @@ from braintrust.framework import ReporterDef
 
 from evals import _gate, _report
 from evals._adaptive import ab_arms, define_rounds, parse_trials
-from evals._experiments import braintrust_project, comparison_arguments
+from evals._experiments import comparison_arguments
 from evals._guard import stops_the_run
 from evals._login import cli_flags, sending_logs, start_login
 from evals._playground import parameters
-from evals._report import check_floor_names, parse_floors
+from evals._report import check_floor_names
 from evals._scoring import observed
-from evals._shard import Shard, parse_provider_budget, parse_shard, shard_pool
+from evals._settings import DEFAULT_TRIALS, check_judge_provider, current
+from evals._shard import Shard, shard_pool
 from evals._start import count_planned, plan_start, record_dataset_at_start, with_start
 from evals._task import experiment_metadata, make_task, plan_rows
 from evals._uploads import install_lean_score_inputs, watch_failed_uploads
 from harness.cases import Case, Scenario, load_cases
-from harness.mcp.toolview import DECOYS
+from harness.config import Settings
 from harness.run.shared import shared_settings
 from harness.run.signals import sigterm_like_sigint
+from harness.servers.registry import family_for
+from harness.servers.roles import CaseNotServed
 from scorers.adapters import SCORERS
 
 # The CLI logs at INFO; one line per HTTP request to the server under test drowns the summaries.
 for _noisy in ("httpx", "httpx2", "mcp"):
     logging.getLogger(_noisy).setLevel(logging.WARNING)
 sigterm_like_sigint()  # `timeout`, CI cancellation and container stops get Ctrl-C's cleanup
-
-DEFAULT_TRIALS = 20  # as in Neon's original suite
-DEFAULT_CONCURRENCY = 4
-
-
-def _positive_int(name: str, default: int) -> int:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{name} must be a whole number of at least 1, got {text!r}")
-    return int(text)
 
 
 def trial_plan(cases: list[Case], trials: int, shard: Shard | None) -> list[tuple[Case, int]]:
@@ -66,21 +57,22 @@ def trial_plan(cases: list[Case], trials: int, shard: Shard | None) -> list[tupl
     return shard.select(pairs) if shard else pairs
 
 
-def decoy_sweep(text: str) -> list[int]:
-    """`EVAL_DECOY_SWEEP=0,4,8,12`: one experiment per decoy count (a degradation curve over catalog size)."""
-    counts: list[int] = []
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        if not part.isdigit() or int(part) > len(DECOYS):
-            raise ValueError(f"EVAL_DECOY_SWEEP: {part!r} is not a decoy count from 0 to {len(DECOYS)}")
-        counts.append(int(part))
-    return sorted(set(counts))
-
-
-def check_judge_provider(value: str) -> None:
-    """A misspelt judge route would silently fall back to another judge: refuse it instead."""
-    known = ("braintrust", "anthropic", "openai", "none")
-    if value.strip() and value.strip().lower() not in known:
-        raise ValueError(f"EVAL_JUDGE_PROVIDER: {value!r} is not one of {', '.join(known)}")
+def served_cases(cases: list[Case], settings: list[Settings]) -> list[Case]:
+    """The cases every server of the run can run in its family's terms (an A/B of servers runs the same
+    cases on both); each one left out is named, with why, on stderr."""
+    kept: list[Case] = []
+    for case in cases:
+        reasons = []
+        for family in dict.fromkeys(family_for(chosen) for chosen in settings):
+            try:
+                family.case_for(case)
+            except CaseNotServed as error:
+                reasons.append(f"{family.name}: {error}")
+        if reasons:
+            print(f"evals: case '{case.id}' left out: {'; '.join(reasons)}", file=sys.stderr, flush=True)
+        else:
+            kept.append(case)
+    return kept
 
 
 @dataclass(frozen=True)
@@ -110,31 +102,34 @@ def experiments(eval_name: str, scenario: Scenario) -> list[Experiment]:
     run's start (`evals._start`), so `--list` and `push` import the evals in a moment."""
     start_login()  # `.env`, `--api-key` and the SDK's login, before any setting is read
     base = shared_settings()
-    floors = parse_floors(os.environ.get("EVAL_MIN_PASS", ""))  # a malformed floor stops the run before it starts
-    check_floor_names(floors)
-    check_judge_provider(os.environ.get("EVAL_JUDGE_PROVIDER", ""))
-    shard = parse_shard(os.environ.get("EVAL_SHARD", ""))
-    if shard and not os.environ.get("EVAL_RUN_ID"):
+    run = current()  # the run's own settings, read once (evals/_settings.py)
+    check_floor_names(run.floors)  # a malformed or unknown floor stops the run before it starts
+    check_judge_provider(run.judge_provider)
+    shard = run.shard
+    if shard and not run.run_id:
         raise ValueError("EVAL_SHARD needs EVAL_RUN_ID, the same for every shard, to gather them in one experiment")
-    budget = parse_provider_budget(os.environ.get("EVAL_PROVIDER_CONCURRENCY", ""), shard)
-    base = base.model_copy(update={"neon_project_pool": shard_pool(base.neon_project_pool, shard)})
-    cases = load_cases(scenario=scenario)
+    budget = run.provider_budget
+    base = base.model_copy(
+        update={"neon_project_pool": shard_pool(base.neon_project_pool, shard, trials=run.fixed_trials)}
+    )
+    cases = served_cases(load_cases(scenario=scenario), [base, *(arm for _, _, arm in ab_arms(base, run.env))])
     if not cases:
         return []
     _gate.check_limits()  # a bad gate share stops the run before anything starts
     plan_start(base, cases)  # the judge, the database, the tools and the reference SQL: when the run starts
-    trial_plan_settings = parse_trials(os.environ.get("EVAL_TRIALS", ""), DEFAULT_TRIALS)
+    trial_plan_settings = parse_trials(run.trials, DEFAULT_TRIALS, run.env)
     trials = trial_plan_settings.max_trials
-    concurrency = _positive_int("EVAL_CONCURRENCY", DEFAULT_CONCURRENCY)
-    project = braintrust_project()
-    sweep = decoy_sweep(os.environ.get("EVAL_DECOY_SWEEP", ""))
+    concurrency = run.concurrency
+    project = run.project
+    sweep = run.decoy_sweep
     sending = sending_logs()
     if sending:  # lean uploads and the lost-upload count, for rounds too
         watch_failed_uploads(base.results_dir / base.run_id)
         install_lean_score_inputs()
-    if trial_plan_settings.adaptive or ab_arms(base):
+    arms = ab_arms(base, run.env)
+    if trial_plan_settings.adaptive or arms:
         count_planned(None)  # rounds decide as they go
-        define_rounds(eval_name, scenario, base, cases, trial_plan_settings, concurrency, project, sweep)
+        define_rounds(eval_name, scenario, base, cases, trial_plan_settings, concurrency, project, sweep, arms)
         return []
     plan = trial_plan(cases, trials, shard)
     if not plan:  # more shards than this eval has trials: nothing for this one to run

@@ -12,16 +12,13 @@ configured, a judge is refused, the eval fails, or a judge is not trusted. Extra
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
-
-from dotenv import load_dotenv
 
 from analysis import calibrate
 from evals.__main__ import REPO_ROOT, build_command
 from evals._calibration import SWITCH, judge_models
+from evals._settings import EvalSettings, launch_environment
 from harness.config import new_run_id
 from scorers.judge import JudgePreflightError, judge_settings, no_judge_reason, preflight
 
@@ -29,28 +26,28 @@ EVAL_FILE = REPO_ROOT / "evals" / "eval_judge_calibration.py"
 
 
 def main(argv: list[str] | None = None) -> int:
-    load_dotenv(REPO_ROOT / ".env", override=False)
-    judge = judge_settings()
+    env = launch_environment(REPO_ROOT / ".env")  # the eval's environment: .env, then the choices below
+    judge = judge_settings(env)
     if judge is None:
-        print(f"calibrate: {no_judge_reason()}", file=sys.stderr)
+        print(f"calibrate: {no_judge_reason(env)}", file=sys.stderr)
         return 2
-    for model in judge_models(judge):
+    for model in judge_models(judge, env):
         # Calibration judges no model under test, so a judge sharing an endpoint with EVAL_MODEL is fine here.
         try:
-            preflight({**os.environ, "EVAL_JUDGE_MODEL": model, "EVAL_JUDGE_SHARED_ENDPOINT": "1"})
+            preflight({**env, "EVAL_JUDGE_MODEL": model, "EVAL_JUDGE_SHARED_ENDPOINT": "1"})
         except JudgePreflightError as error:
             print(f"calibrate: {error}", file=sys.stderr)
             print(f"calibrate: judge {model}: verdict: NOT TRUSTED (refused at the preflight, nothing judged)")
             return 2
-    os.environ[SWITCH] = "1"
-    os.environ.setdefault("EVAL_RUN_ID", new_run_id())
-    run_dir = Path(os.environ.get("EVAL_RESULTS_DIR") or "results") / os.environ["EVAL_RUN_ID"]
+    env[SWITCH] = "1"
+    run_id = env.setdefault("EVAL_RUN_ID", new_run_id())
+    run_dir = EvalSettings.from_env(env).results_dir / run_id
     if not run_dir.is_absolute():
         run_dir = REPO_ROOT / run_dir
-    os.environ["EVAL_RESULTS_DIR"] = str(run_dir.parent)
+    env["EVAL_RESULTS_DIR"] = str(run_dir.parent)
     print(f"calibrate: judge {judge.describe()}; verdicts go to {run_dir}", file=sys.stderr)
-    command = build_command(list(sys.argv[1:] if argv is None else argv), EVAL_FILE)
-    code = subprocess.run(command, cwd=REPO_ROOT).returncode
+    command = build_command(list(sys.argv[1:] if argv is None else argv), EVAL_FILE, env=env)
+    code = subprocess.run(command, cwd=REPO_ROOT, env=env).returncode
     if not (run_dir / "judge_calibration.jsonl").is_file():
         print(f"calibrate: the eval wrote no verdicts (exit code {code})", file=sys.stderr)
         return code or 1

@@ -17,11 +17,11 @@ changed. Fixtures are found by name as for a case file in `EVAL_DATASET` (else t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from harness.cases import BUNDLED_DATASET, Case, DatasetError, validate_case
+from harness.cases import Case, DatasetError, validate_case
+from harness.environment import host
 
 # The case's fields a row holds outside metadata.case (once each), and those only a loader sets.
 ROW_FIELDS = {"id", "input", "expected_answer", "scenario", "fixture"}
@@ -47,7 +47,7 @@ def case_row(case: Case) -> dict[str, Any]:
 
 def rows_case_file() -> Path:
     """Where a row's fixture is looked for from: as if the row were one more case file of EVAL_DATASET."""
-    root = Path(os.environ.get("EVAL_DATASET") or BUNDLED_DATASET)
+    root = host().dataset_path
     return root / "rows.yaml" if root.is_dir() else root
 
 

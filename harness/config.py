@@ -4,6 +4,10 @@ Why one object: a trial record must say exactly how it was produced (model, serv
 and secrets must never leak into records, logs or error messages. Secrets are `SecretStr`, so
 `repr(settings)` and `settings.public()` never show them, and `scrub()` removes their values from
 any text the harness records (tool results, errors).
+
+A settings module: with `harness/environment.py` (the environment's one snapshot, this machine's
+places) and `evals/_settings.py` (a run of the evals), the only code that reads the environment
+(`tests/test_architecture.py` checks); everything else is handed a `Settings`.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from harness.clock import Clock, system_clock
+from harness.environment import DEFAULT_RESULTS_DIR
 from harness.mcp.toolview import DECOYS, load_overrides
 from harness.models.agent import DEFAULT_MAX_RESULT_BYTES
-from harness.models.providers.control import FALLBACK_MODELS
+from harness.models.control import FALLBACK_MODELS
 from harness.models.providers.registry import declared_env, provider_spec, provider_specs, rules_for
 from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning, end_of_life_refusal
 from harness.recording.redact import redact_connection_passwords
+from harness.servers.dbhub.published.pin import NAMED_SERVER as DBHUB_SERVER
+from harness.servers.dbhub.published.pin import pinned_label as dbhub_label
 from harness.servers.neon.published.pin import NAMED_SERVER, pinned_label
 
 MAX_RUN_ID = 40  # it names the results folder and starts every sandbox project's name, which is cut at 64
@@ -61,7 +68,7 @@ class Settings(BaseModel):
     fallback_reason: str | None = None  # why a control agent replaced the default model
     # (variable, value) for every variable a registered provider declares and the environment sets
     provider_env: tuple[tuple[str, SecretStr], ...] = ()
-    server: str = "local"  # "local" | "neon" | "neon-npm" | http(s) URL | stdio command
+    server: str = "local"  # "local" | "neon" | "neon-npm" | "dbhub" | http(s) URL | stdio command
     neon_api_key: SecretStr | None = None
     neon_api_url: str = DEFAULT_NEON_API_URL
     neon_api_url_set: bool = False  # NEON_API_URL was given (a URL server's API is never guessed)
@@ -84,10 +91,11 @@ class Settings(BaseModel):
     max_tool_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1000)  # EVAL_MAX_TOOL_RESULT_BYTES
     tool_descriptions: Path | None = None
     server_descriptions: Path | None = None  # LOCALNEON_DESCRIPTIONS: the local server's own variant file
+    server_surface: Path | None = None  # LOCALNEON_SURFACE: the snapshot the local server wears (`make eval` picks it)
     decoys: int = Field(default=0, ge=0)
     tool_shuffle_seed: int | None = None
     tool_filter: str | None = None
-    results_dir: Path = Path("results")
+    results_dir: Path = DEFAULT_RESULTS_DIR
     run_id: str = Field(default_factory=lambda: new_run_id())
 
     @property
@@ -95,6 +103,20 @@ class Settings(BaseModel):
         """Which tool descriptions the model saw: client-side overrides and/or the server's variant file."""
         parts = [path.stem for path in (self.tool_descriptions, self.server_descriptions) if path]
         return "+".join(parts) or "default"
+
+    @property
+    def surface(self) -> str:
+        """Whose words the tools were described in: the snapshot the twin wore, its own, or the server's."""
+        if self.server_kind != "local":
+            return f"as {self.server_identity} serves it"
+        if self.server_surface is None:
+            return "localneon's own wording"
+        from harness.servers.neon.surface_label import SurfaceChoiceError, label_of
+
+        try:
+            return label_of(self.server_surface)
+        except SurfaceChoiceError:
+            return self.server_surface.name
 
     @property
     def provider(self) -> str:
@@ -106,7 +128,8 @@ class Settings(BaseModel):
 
     @property
     def server_kind(self) -> str:
-        """ "local", "neon", "url" or "stdio" (`neon-npm` is a stdio server: Neon's published one)."""
+        """ "local", "neon", "url" or "stdio" (`neon-npm` and `dbhub` are stdio servers: Neon's published
+        one, and Bytebase's DBHub on each trial's own database)."""
         if self.server in ("local", "neon"):
             return self.server
         if self.server.startswith(("http://", "https://")):
@@ -125,6 +148,8 @@ class Settings(BaseModel):
         package and version, never by a command's ports or secrets)."""
         if self.server == NAMED_SERVER:
             return pinned_label()
+        if self.server == DBHUB_SERVER:
+            return dbhub_label()
         if self.server_kind == "stdio":
             return stdio_label(self.scrub(self.server))
         return self.server_kind if self.server_kind in ("local", "neon") else self.scrub(self.server)
@@ -158,6 +183,7 @@ class Settings(BaseModel):
         """The settings as plain JSON-able data with secrets reduced to whether they are set."""
         data = self.model_dump(mode="json", exclude={"provider_env"})
         data["neon_api_key"] = REDACTED if self.neon_api_key is not None else None
+        data["surface"] = self.surface  # whose words the tools wore: the file alone does not say
         values = self.provider_values()
         for var in declared_env():
             value = values.get(var.name)
@@ -422,6 +448,8 @@ def _parse(env: Mapping[str, str]) -> Settings:
         given = _get(env, name)
         if given and not Path(given).is_file():
             raise ConfigError(f"{name}={given}: no such file (give the path of a YAML file, or unset it)")
+    if _get(env, "LOCALNEON_SURFACE"):
+        values["server_surface"] = Path(str(_get(env, "LOCALNEON_SURFACE")))
     tool_filter = _get(env, "EVAL_TOOL_FILTER")
     if tool_filter:
         try:
@@ -429,7 +457,7 @@ def _parse(env: Mapping[str, str]) -> Settings:
         except re.error as error:
             raise ConfigError(f"EVAL_TOOL_FILTER is not a valid regular expression: {error}") from error
         values["tool_filter"] = tool_filter
-    values["results_dir"] = Path(_get(env, "EVAL_RESULTS_DIR") or "results")
+    values["results_dir"] = Path(_get(env, "EVAL_RESULTS_DIR") or DEFAULT_RESULTS_DIR)
     if values["results_dir"].exists() and not values["results_dir"].is_dir():
         raise ConfigError(f"EVAL_RESULTS_DIR={values['results_dir']} is a file; it must be a folder (or not exist yet)")
     for model in models:

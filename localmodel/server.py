@@ -133,7 +133,7 @@ class LocalServer:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env=server_env(os.environ),
+                env=server_env(dict(os.environ)),  # the whole environment, for the child, less what misleads it
                 start_new_session=True,  # its own process group, out of reach of the terminal's Ctrl-C
             )
         try:

@@ -26,6 +26,7 @@ import yaml
 
 from analysis.rescore import score_run
 from harness.cases import BUNDLED_DATASET, REPO_ROOT, load_cases
+from harness.environment import DEFAULT_RESULTS_DIR, host
 from localmodel.build import ensure_server
 from localmodel.checks import (
     MARKER_VARIABLE,
@@ -40,7 +41,7 @@ from localmodel.checks import (
 from localmodel.model import ensure_model
 from localmodel.pins import MODEL
 from localmodel.server import LocalServer, ServerOptions, free_port, token_totals
-from localneon.pg import stop_embedded
+from localneon.cluster.pg import stop_embedded
 from scorers.judge import JudgePreflightError, preflight
 
 CACHE = REPO_ROOT / ".localmodel"
@@ -155,7 +156,8 @@ def run_evals(env: Mapping[str, str]) -> int:
 def run_protocol(server: LocalServer, protocol: Protocol, cases: Path, stamp: str, results: Path) -> list[str]:
     """One eval run over `protocol`; prints its table and returns its problems."""
     run_id = f"smoke-{stamp}-{protocol.name}"
-    env = eval_env(os.environ, protocol, server.url, cases, run_id, results)
+    # The child's environment: the whole of this one (its marker too), with the run's own settings.
+    env = eval_env(dict(os.environ), protocol, server.url, cases, run_id, results)
     print(f"smoke: {protocol.model()} via {server.url} (run {run_id})", flush=True)
     before = server.metrics()
     started = time.monotonic()
@@ -229,17 +231,22 @@ def judge_problems(url: str) -> list[str]:
     return []
 
 
+def mark_descendants() -> str:
+    """Put the smoke's marker into its own environment, so that every process started from here on, a
+    library's child too (a build, the embedded PostgreSQL), inherits it: "left running" judges those alone."""
+    os.environ[MARKER_VARIABLE] = value = f"{os.getpid()}-{time.time_ns()}"  # no env= reaches a library's children
+    return f"{MARKER_VARIABLE}={value}"
+
+
 def main(argv: Sequence[str] = ()) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     started = time.monotonic()
-    # Every process started from here on inherits it: "left running" judges those alone.
-    os.environ[MARKER_VARIABLE] = f"{os.getpid()}-{time.time_ns()}"
-    marker = f"{MARKER_VARIABLE}={os.environ[MARKER_VARIABLE]}"
+    marker = mark_descendants()
     binary = ensure_server(CACHE)
     gguf = ensure_model(CACHE)
     prepared = time.monotonic() - started
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    results = REPO_ROOT / "results"
+    results = REPO_ROOT / DEFAULT_RESULTS_DIR
     cases = write_cases(results / f"smoke-{stamp}-cases.yaml")
     options = ServerOptions(binary, gguf, MODEL.alias, free_port(), MODEL.context_window, chat_template=TEMPLATE)
     problems: list[str] = []
@@ -255,7 +262,7 @@ def main(argv: Sequence[str] = ()) -> int:
         return 130
     finally:
         # `python -m evals` keeps its embedded PostgreSQL for the next run; `make eval` stops it after, as here.
-        if os.environ.get("LOCALNEON_KEEP") != "1" and "DATABASE_URL" not in os.environ:
+        if not host().keep_cluster and host().database_url is None:
             stop_embedded()
     left = leftover_processes(REPO_ROOT, marker)
     problems += [f"left running: {line}" for line in left]

@@ -1,4 +1,4 @@
-"""Small helpers every scorer shares: skipped scores and tool-argument unwrapping."""
+"""Small helpers every scorer shares: skipped scores, tool-argument unwrapping, the server family's terms."""
 
 from __future__ import annotations
 
@@ -9,6 +9,22 @@ from autoevals import Score
 
 from harness.cases import Case
 from harness.recording.records import Snapshot, ToolCall, TrialRecord
+from harness.servers.registry import case_for, roles_for
+from harness.servers.roles import CaseNotServed, ToolRoles
+
+
+def roles_of(record: TrialRecord) -> ToolRoles:
+    """What the tools of the family that served the trial are for (Neon's: stage, apply, run SQL, ...)."""
+    return roles_for(record.config.server_family)
+
+
+def as_run(record: TrialRecord, case: Case) -> Case:
+    """The case in the terms of the family that served the trial, as the trial ran it (the bundled
+    cases are written in Neon's; `harness.servers.registry.case_for`). Mapping twice changes nothing."""
+    try:
+        return case_for(record.config.server_family, case)
+    except CaseNotServed:
+        return case  # never run on that family: nothing to translate
 
 
 def skipped(name: str, reason: str, **extra: Any) -> Score:

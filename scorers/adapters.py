@@ -19,7 +19,7 @@ from harness.cases import Case
 from harness.recording import trial_registry
 from harness.recording.records import TrialRecord
 from scorers import registry
-from scorers._common import skipped
+from scorers._common import as_run, skipped
 from scorers.spec import ScorerSpec
 
 
@@ -55,7 +55,8 @@ def _adapter(spec: ScorerSpec) -> Callable[..., Score | Awaitable[Score]]:
         rebuilt = rebuild(metadata)
         if isinstance(rebuilt, str):
             return skipped(spec.name, rebuilt)
-        result = spec.fn(*rebuilt)
+        record, case = rebuilt
+        result = spec.fn(record, as_run(record, case))  # the case in the terms of the family that ran it
         return await result if inspect.isawaitable(result) else result
 
     chosen: Callable[..., Score | Awaitable[Score]] = async_adapter if spec.is_async else adapter

@@ -1,4 +1,7 @@
-"""Where the factuality judge runs, read from the environment once per scoring call.
+"""Where the factuality judge runs: `JudgeSettings`, from the variables below.
+
+Read from a mapping given, else from the process environment's one snapshot
+(`harness.environment.process_env`: read once per process, so every scoring call sees the same judge).
 
 Routing, first match wins (or forced with EVAL_JUDGE_PROVIDER=braintrust|anthropic|openai|none):
 1. BRAINTRUST_API_KEY: Braintrust's AI gateway (autoevals' default URL, override with
@@ -35,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +48,7 @@ import httpx2
 from autoevals import LLMClassifier
 from autoevals.oai import GATEWAY_URL
 
+from harness.environment import process_env
 from harness.models.endpoint import endpoint_key
 from harness.models.rules import ModelRules, anthropic_rules, openai_rules, trial_cost_usd
 from harness.recording.records import TrialRecord, Usage
@@ -164,7 +167,7 @@ def judge_settings(env: Mapping[str, str] | None = None) -> JudgeSettings | None
     of the model under test: with `EVAL_MODEL=openai:<name> OPENAI_BASE_URL=<a local server>` the only
     route would have the model judge its own answers, so there is no judge, and `no_judge_reason` says why
     (EVAL_JUDGE_SHARED_ENDPOINT=1 keeps it)."""
-    source = os.environ if env is None else env
+    source = process_env() if env is None else env
     model = source.get("EVAL_JUDGE_MODEL", "").strip() or None
     forced = source.get("EVAL_JUDGE_PROVIDER", "").strip().lower()
     if forced == "none":
@@ -188,7 +191,7 @@ def no_judge_reason(env: Mapping[str, str] | None = None) -> str:
     """Why `judge_settings(env)` gives no judge, in words that name what to change: the
     EVAL_JUDGE_PROVIDER that turned it off or forced a route without its variable, a route passed over
     because it is the model under test's own endpoint, else every route."""
-    source = os.environ if env is None else env
+    source = process_env() if env is None else env
     forced = source.get("EVAL_JUDGE_PROVIDER", "").strip().lower()
     if forced == "none":
         return "no judge configured: EVAL_JUDGE_PROVIDER=none turned the judge off"
@@ -445,7 +448,7 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
     refuses it (a model that refuses forced tools or temperature 0, a gateway with no Anthropic key,
     a wrong URL), so the run stops before the first trial. No judge configured: nothing to check.
     """
-    source = os.environ if env is None else env
+    source = process_env() if env is None else env
     settings = judge_settings(source)
     if settings is None:
         return

@@ -9,7 +9,6 @@ A bad file stops the calibration with the file, the example and the problem.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.cases import REPO_ROOT
+from harness.environment import process_env
 
 BUNDLED_EXAMPLES = REPO_ROOT / "datasets" / "judge"
 FORMAT_VERSION = 1
@@ -91,7 +91,7 @@ def _load_file(path: Path) -> list[JudgeExample]:
 
 def examples_path(env: dict[str, str] | None = None) -> Path:
     """`EVAL_JUDGE_DATASET` when set, else the bundled `datasets/judge/`."""
-    source = os.environ if env is None else env
+    source = process_env() if env is None else env
     chosen = source.get("EVAL_JUDGE_DATASET", "").strip()
     return Path(chosen) if chosen else BUNDLED_EXAMPLES
 

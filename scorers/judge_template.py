@@ -8,11 +8,12 @@ same shape to try a new prompt without editing the bundled one.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.environment import process_env
 
 BUNDLED_TEMPLATE = Path(__file__).resolve().parent / "templates" / "factuality.yaml"
 CHOICES = ("A", "B", "C", "D", "E")
@@ -60,7 +61,7 @@ class JudgeTemplate(BaseModel):
 
 def template_path(env: dict[str, str] | None = None) -> Path:
     """`EVAL_JUDGE_TEMPLATE` when set, else the bundled template."""
-    source = os.environ if env is None else env
+    source = process_env() if env is None else env
     chosen = source.get("EVAL_JUDGE_TEMPLATE", "").strip()
     return Path(chosen) if chosen else BUNDLED_TEMPLATE
 

@@ -16,6 +16,7 @@ from autoevals import Score
 
 from harness.cases import Case
 from harness.recording.records import TrialRecord
+from scorers._common import as_run
 
 SyncScorer = Callable[[TrialRecord, Case], Score]
 AsyncScorer = Callable[[TrialRecord, Case], Awaitable[Score]]
@@ -56,9 +57,10 @@ class ScorerSpec:
         return inspect.iscoroutinefunction(self.fn)
 
     def score(self, record: TrialRecord, case: Case) -> Score:
-        """Run a synchronous scorer (every deterministic scorer is one): a pure function of the record."""
+        """Run a synchronous scorer (every deterministic scorer is one): a pure function of the record,
+        and of the case as the record's server family ran it (`scorers._common.as_run`)."""
         if self.is_async:
-            raise TypeError(f"scorer {self.name} is asynchronous: await spec.fn(record, case) instead")
-        result = self.fn(record, case)
+            raise TypeError(f"scorer {self.name} is asynchronous: await spec.fn(record, as_run(record, case)) instead")
+        result = self.fn(record, as_run(record, case))
         assert isinstance(result, Score)
         return result

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
-from localneon.pg import release
+from harness.environment import forget_process_env
+from localneon.cluster.pg import release
 from tests.pgdirs import FAULTS_PGDATA, SCORER_PGDATA, TEST_PGDATA
 
 # Every local server and cluster a test process starts uses this worker's test data directory, never
@@ -15,6 +17,15 @@ from tests.pgdirs import FAULTS_PGDATA, SCORER_PGDATA, TEST_PGDATA
 # controller's unsuffixed value, so that all workers shared one cluster that none of them stopped.
 if "DATABASE_URL" not in os.environ:
     os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    """Each test's settings are read from the environment it sets: a run reads it once
+    (`harness.environment.process_env`), a test process runs many tests that set it their own way."""
+    forget_process_env()
+    yield
+    forget_process_env()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -44,8 +55,14 @@ def runs_the_cli(item: pytest.Item) -> bool:
     return any(getattr(value, "__module__", None) == "tests.evals.cli" for value in vars(module).values())
 
 
-# What the fast lane (`make check`, `pytest --fast`) leaves out besides whole evals: Neon's npm packages.
-_NPM_MODULES = ("harness.servers.neon.published", "harness.servers.neon.stdio", "tests.localneon.npm_packages")
+# What the fast lane (`make check`, `pytest --fast`) leaves out besides whole evals: the npm packages
+# (Neon's, and DBHub, whose family starts it for every trial).
+_NPM_MODULES = (
+    "harness.servers.neon.published",
+    "harness.servers.neon.stdio",
+    "harness.servers.dbhub",
+    "tests.localneon.npm_packages",
+)
 
 
 def needs_npm(item: pytest.Item) -> bool:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness", "scorers", "evals", "analysis", "localneon")
+PACKAGES = ("harness", "scorers", "evals", "analysis", "localneon", "localmodel")
 
 
 def module_name(path: Path) -> str:
@@ -50,6 +52,14 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
+    """Each project module's imports of other project modules (a copy of its own for each caller)."""
+    return {name: set(deps) for name, deps in _import_graph().items()}
+
+
+@cache
+def _import_graph() -> dict[str, set[str]]:
+    """Parsed once a test process: eight tests read the graph, and parsing every module costs a
+    CPU-second each time (the sources do not change while the tests run)."""
     modules = project_modules()
     known = set(modules)
     # A package's __init__ importing its own submodules is how packages work, not a cycle.
@@ -121,8 +131,78 @@ def test_each_folder_keeps_to_its_role(package: str, must_not_import: tuple[str,
     assert not wrong, "\n".join(wrong)
 
 
+# localneon's rooms, and the rooms each may import besides itself: lowest first. The faces (mcp, rest,
+# sql_http) stand side by side on the engine and never reach into one another; serve joins them.
+LOCALNEON_ROOMS: dict[str, tuple[str, ...]] = {
+    "settings": (),
+    "cluster": ("settings",),
+    "engine": ("settings", "cluster"),
+    "mcp": ("settings", "cluster", "engine"),
+    "rest": ("settings", "engine"),
+    "sql_http": ("settings", "cluster", "engine"),
+    "measure": ("settings", "cluster", "engine"),
+    "serve": ("settings", "cluster", "engine", "mcp", "rest", "sql_http"),
+}
+# The commands (`python -m localneon`, `python -m localneon.pg`, ...): thin entries into one room each.
+LOCALNEON_COMMANDS = ("__main__", "pg", "gc", "snapshot", "bench", "floor")
+LOCALNEON_TOP_LEVEL_MAX = 10
+
+
+def localneon_room(module: str) -> str | None:
+    """The room of a `localneon.*` module (`localneon.engine.sql` -> engine), None for a command entry."""
+    parts = module.split(".")
+    return None if len(parts) < 2 or parts[1] in LOCALNEON_COMMANDS else parts[1]
+
+
+def test_localneon_keeps_its_top_level_to_commands_settings_and_rooms() -> None:
+    top = sorted(path.stem for path in (ROOT / "localneon").glob("*.py"))
+    assert len(top) <= LOCALNEON_TOP_LEVEL_MAX, f"localneon/ has {len(top)} modules at its top: {top}"
+    assert set(top) <= {"__init__", "settings", *LOCALNEON_COMMANDS}, f"put these in a room: {top}"
+    folders = {path.parent.name for path in (ROOT / "localneon").glob("*/__init__.py")}
+    assert folders == set(LOCALNEON_ROOMS) - {"settings"}, f"rooms on disk {sorted(folders)}"
+
+
+def test_each_localneon_room_imports_only_the_rooms_below_it() -> None:
+    graph = import_graph()
+    wrong = sorted(
+        f"{module} imports {dep}"
+        for module, deps in graph.items()
+        if module.startswith("localneon.") and (room := localneon_room(module)) is not None
+        for dep in deps
+        if dep.startswith("localneon.")
+        and (dep_room := localneon_room(dep)) != room
+        and (dep_room is None or dep_room not in LOCALNEON_ROOMS[room])
+    )
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_settings_touches_the_environment_in_localneon() -> None:
+    touching = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "localneon").rglob("*.py")
+        if path.name != "settings.py" and re.search(r"os\.environ|os\.getenv|getenv\(", path.read_text())
+    )
+    assert touching == [], f"read variables through localneon.settings: {touching}"
+
+
+def test_localmodel_is_imported_by_nothing_and_reaches_localneon_only_through_its_cluster() -> None:
+    graph = import_graph()
+    wrong = sorted(
+        f"{module} imports {dep}"
+        for module, deps in graph.items()
+        for dep in deps
+        if (dep.split(".")[0] == "localmodel" and module.split(".")[0] != "localmodel")
+        or (
+            module.split(".")[0] == "localmodel"
+            and dep.split(".")[0] == "localneon"
+            and not dep.startswith("localneon.cluster")
+        )
+    )
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_trial_runner_reaches_a_server_family_only_through_its_interface() -> None:
-    """`harness/run/` imports the interface and the registry, never a family's own package (Neon's today)."""
+    """`harness/run/` imports the interface and the registry, never a family's own package (Neon's, DBHub's)."""
     graph = import_graph()
     wrong = sorted(
         f"{module} imports {dep}"
@@ -154,3 +234,148 @@ def test_loading_the_evals_and_every_provider_leaves_the_model_libraries_unloade
     done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", f"loaded at import: {done.stdout.strip()}"
+
+
+FAMILY_PACKAGES = ("harness.servers.neon", "harness.servers.dbhub")
+
+
+def test_the_scorers_reach_a_family_only_through_the_registry() -> None:
+    """Scorers judge a record by its family's tool roles (`harness.servers.registry.roles_for`) and its
+    terms for the case (`case_for`), never by importing a family's package."""
+    graph = import_graph()
+    assert {"harness.servers.neon.family", "harness.servers.dbhub.family"} <= set(graph)  # two families
+    wrong = sorted(
+        f"{module} imports {dep}"
+        for module, deps in graph.items()
+        if module.split(".")[0] == "scorers"
+        for dep in deps
+        if dep.startswith(FAMILY_PACKAGES)
+    )
+    assert not wrong, "\n".join(wrong)
+    assert "harness.servers.registry" in graph["scorers._common"]
+
+
+# --- Settings are read in one place ------------------------------------------------------------------
+
+# Read the environment: only these modules (docs/architecture.md#where-settings-live). localneon/ has
+# its own settings module; tests/ set up environments for what they run.
+SETTINGS_SCANNED = ("harness", "evals", "scorers", "analysis", "localmodel")
+SETTINGS_MODULES = {
+    "harness/environment.py": "the process environment's one snapshot; where things are on this machine",
+    "harness/config.py": "Settings: what a trial needs, from the environment and .env",
+    "evals/_settings.py": "EvalSettings: what a run of the evals needs; a launcher's child environment",
+    "harness/servers/neon/worn_surface.py": "which surface the twin wears: EVAL_SURFACE, LOCALNEON_SURFACE",
+}
+# (file, function) -> why it touches the environment itself. A whole copy for a child process
+# (`{**os.environ, ...}`, `dict(os.environ)`, `os.environ.copy()`, `os.environ.items()`) needs no entry.
+ENVIRONMENT_EXCEPTIONS = {
+    ("harness/servers/neon/stdio.py", "server_environment"): "passes chosen variables on to a stdio server (a child)",
+    ("evals/_login.py", "adopt_cli_login"): "the Braintrust SDK reads --api-key/--app-url/--org-name as variables",
+    ("evals/_login.py", "export_api_key"): "the SDK's REST client (the base lookup) reads BRAINTRUST_API_KEY",
+    ("evals/_login.py", "load_suite_env"): "the SDKs (Braintrust, the model SDKs) read .env's variables themselves",
+    ("localmodel/smoke.py", "mark_descendants"): "marks every process the smoke starts, libraries' children too",
+}
+_COPIES = ("copy", "items")  # os.environ.copy(), os.environ.items(): the whole environment, for a child
+
+
+def _is_environ(node: ast.AST) -> bool:
+    """`os.environ` (or `os.environb`), or `environ` imported from os."""
+    if isinstance(node, ast.Attribute) and node.attr in ("environ", "environb"):
+        return isinstance(node.value, ast.Name) and node.value.id == "os"
+    return isinstance(node, ast.Name) and node.id in ("environ", "environb")
+
+
+class EnvironmentTouches(ast.NodeVisitor):
+    """Every place a module reads or writes the environment other than by copying all of it:
+    `os.environ.get(...)`, `os.environ[...]`, `... in os.environ`, `setdefault`, writes, `os.environ`
+    handed on as a mapping, `os.getenv`/`putenv`/`unsetenv`, `load_dotenv` (which writes it)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.found: list[tuple[int, str, str]] = []  # (line, enclosing function, what)
+        self._functions: list[str] = []
+        self._copied: set[int] = set()  # id() of `os.environ` nodes that are whole copies
+        imported_environ = any(
+            isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name == "environ" for a in node.names)
+            for node in ast.walk(tree)
+        )
+        if imported_environ:
+            self.found.append((1, "<module>", "from os import environ"))
+        self.visit(tree)
+
+    def _function(self) -> str:
+        return self._functions[-1] if self._functions else "<module>"
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._functions.append(node.name)
+        self.generic_visit(node)
+        self._functions.pop()
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None and _is_environ(value):  # {**os.environ, ...}
+                self._copied.add(id(value))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "dict" and len(node.args) == 1 and _is_environ(node.args[0]):
+            self._copied.add(id(node.args[0]))
+        if isinstance(func, ast.Attribute) and func.attr in _COPIES and _is_environ(func.value) and not node.args:
+            self._copied.add(id(func.value))
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("getenv", "putenv", "unsetenv", "getenvb") or name == "load_dotenv":
+            self.found.append((node.lineno, self._function(), f"{name}(...)"))
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if _is_environ(node) and id(node) not in self._copied:
+            self.found.append((node.lineno, self._function(), "os." + node.attr))
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if _is_environ(node) and id(node) not in self._copied:
+            self.found.append((node.lineno, self._function(), node.id))
+
+
+def environment_touches(root: Path = ROOT) -> list[str]:
+    """`file:line (function): what` for every environment read or write outside the settings modules
+    and the listed exceptions."""
+    wrong: list[str] = []
+    for package in SETTINGS_SCANNED:
+        for path in sorted((root / package).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            if where in SETTINGS_MODULES:
+                continue
+            for line, function, what in EnvironmentTouches(ast.parse(path.read_text(), where)).found:
+                if (where, function) not in ENVIRONMENT_EXCEPTIONS:
+                    wrong.append(f"{where}:{line} ({function}): {what}")
+    return wrong
+
+
+def test_the_environment_checker_finds_every_kind_of_read_and_write(tmp_path: Path) -> None:
+    module = tmp_path / "harness" / "m.py"
+    module.parent.mkdir()
+    module.write_text(
+        "import os\nfrom dotenv import load_dotenv\n"
+        "def reads(env=os.environ):\n"  # 3: a default that hands the environment on
+        "    a = os.environ.get('A'); b = os.environ['B']; c = 'C' in os.environ\n"  # 4 (three)
+        "    os.environ.setdefault('D', '1'); os.environ['E'] = '1'; del os.environ['F']\n"  # 5 (three)
+        "    g = os.getenv('G'); load_dotenv('.env'); use(os.environ)\n"  # 6 (three)
+        "def copies():\n"
+        "    return {**os.environ, 'X': '1'}, dict(os.environ), os.environ.copy(), list(os.environ.items())\n"
+    )
+    found = [line.split(": ", 1)[0] for line in environment_touches(tmp_path)]
+    assert found == [f"harness/m.py:{line} (reads)" for line in (3, 4, 4, 4, 5, 5, 5, 6, 6, 6)]
+
+
+def test_only_the_settings_modules_read_the_environment() -> None:
+    """Every setting is read once, in a settings module, and passed down (docs/development.md#adding-a-setting);
+    modules of one process never talk through os.environ."""
+    assert set(SETTINGS_MODULES) | {where for where, _ in ENVIRONMENT_EXCEPTIONS} <= {
+        path.relative_to(ROOT).as_posix() for package in SETTINGS_SCANNED for path in (ROOT / package).rglob("*.py")
+    }, "a listed settings module or exception no longer exists: remove it from the list"
+    wrong = environment_touches()
+    assert not wrong, "read these through a settings object (or list why not):\n" + "\n".join(wrong)

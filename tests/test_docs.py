@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -270,6 +271,14 @@ def check_module_command(arguments: list[str]) -> list[str]:
         if word.startswith("-"):
             break
         positionals.append(word)
+    listed = set(re.findall(r"(?<![\w-])--[\w-]+", module_help(module, tuple(positionals))))
+    return [f"python -m {module}: {option} is not in its --help" for option in options if option not in listed]
+
+
+@cache
+def module_help(module: str, positionals: tuple[str, ...]) -> str:
+    """What `python -m MODULE POSITIONALS... --help` prints: run once a test process for each command
+    (each run is a Python start and the module's imports, a second or more of CPU)."""
     shown = subprocess.run(
         [sys.executable, "-m", module, *positionals, "--help"],
         cwd=REPO,
@@ -278,8 +287,7 @@ def check_module_command(arguments: list[str]) -> list[str]:
         timeout=120,
         check=False,
     )
-    listed = set(re.findall(r"(?<![\w-])--[\w-]+", shown.stdout))
-    return [f"python -m {module}: {option} is not in its --help" for option in options if option not in listed]
+    return shown.stdout
 
 
 def readme_blocks() -> list[Block]:
@@ -349,10 +357,38 @@ def test_docs_name_only_real_make_targets_and_modules() -> None:
 
 
 def _is_env(node: ast.expr) -> bool:
-    """`os.environ`, `environ`, or a variable holding an environment mapping (`env`, `source`, ...)."""
+    """`os.environ`, `environ`, a variable holding an environment mapping (`env`, `source`, ...), or a
+    settings object's snapshot of one (`self.env`, `run.env`)."""
     if isinstance(node, ast.Attribute):
-        return node.attr == "environ"
+        return node.attr in ("environ", "env")
     return isinstance(node, ast.Name) and bool(re.search(r"env|environ|^source$", node.id))
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """A function's positional parameters as a call passes them (a method's `self` or `cls` left out)."""
+    params = [arg.arg for arg in node.args.args]
+    return params[1:] if params[:1] in (["self"], ["cls"]) else params
+
+
+def reader_functions(trees: list[ast.Module]) -> dict[str, int]:
+    """Functions (and methods) that read the environment variable named by one of their parameters,
+    directly or by handing it to another such function, in any of `trees`: name -> the parameter's
+    position. So `settings.share_limit("EVAL_MAX_INFRA_ERRORS")` counts, where `share_limit` passes its
+    name on to the settings module's reader."""
+    functions = [
+        node for tree in trees for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    readers: dict[str, int] = {}
+    while True:
+        before = dict(readers)
+        for node in functions:
+            params = _parameters(node)
+            for inner in ast.walk(node):
+                for key in EnvReads.read_keys(inner, readers):
+                    if isinstance(key, ast.Name) and key.id in params and node.name not in readers:
+                        readers[node.name] = params.index(key.id)
+        if readers == before:
+            return readers
 
 
 def string_constants(tree: ast.Module) -> dict[str, str]:
@@ -375,7 +411,9 @@ class EnvReads(ast.NodeVisitor):
     module constant holding one.
     """
 
-    def __init__(self, tree: ast.Module, imported: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, tree: ast.Module, imported: dict[str, str] | None = None, readers: dict[str, int] | None = None
+    ) -> None:
         self.found: dict[str, int] = {}
         # Names of string constants: this module's, over those of the suite's other modules (`imported`),
         # so `os.environ.get(CONTEXT_VARIABLE)` counts where CONTEXT_VARIABLE was imported from elsewhere.
@@ -387,21 +425,21 @@ class EnvReads(ast.NodeVisitor):
             for target in node.targets
             if isinstance(target, ast.Name)
         }
-        self.readers = self._reader_functions(tree)
+        # Readers of the suite's other modules (`readers`, from `reader_functions`) and this one's.
+        self.readers = {**(readers or {}), **reader_functions([tree])}
         self.loop_values: dict[str, list[ast.expr]] = {}
         self.visit(tree)
 
-    def _reader_functions(self, tree: ast.Module) -> dict[str, int]:
-        """Functions that read the environment variable named by one of their parameters: name -> position."""
-        readers: dict[str, int] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                params = [arg.arg for arg in node.args.args]
-                for inner in ast.walk(node):
-                    key = self._read_key(inner)
-                    if isinstance(key, ast.Name) and key.id in params:
-                        readers[node.name] = params.index(key.id)
-        return readers
+    @classmethod
+    def read_keys(cls, node: ast.AST, readers: dict[str, int]) -> list[ast.expr]:
+        """The expressions naming a variable `node` reads: directly, or given to one of `readers`."""
+        keys = [key] if (key := cls._read_key(node)) is not None else []
+        if isinstance(node, ast.Call):
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            position = readers.get(called)
+            if position is not None and position < len(node.args):
+                keys.append(node.args[position])
+        return keys
 
     @staticmethod
     def _read_key(node: ast.AST) -> ast.expr | None:
@@ -491,15 +529,22 @@ class EnvReads(ast.NodeVisitor):
 
 def code_variables() -> dict[str, list[str]]:
     """Every environment variable the suite's code and Makefile read: name -> where (file:line, ...)."""
+    return {name: list(places) for name, places in _code_variables().items()}
+
+
+@cache
+def _code_variables() -> dict[str, list[str]]:
+    """Scanned once a test process (two tests read it; parsing every module costs seconds of CPU)."""
     trees = {
         path: ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for package in SCANNED_PACKAGES
         for path in sorted((REPO / package).rglob("*.py"))
     }
     imported = {name: value for tree in trees.values() for name, value in string_constants(tree).items()}
+    readers = reader_functions(list(trees.values()))
     found: dict[str, list[str]] = {}
     for path, tree in trees.items():
-        for name, line in EnvReads(tree, imported).found.items():
+        for name, line in EnvReads(tree, imported, readers).found.items():
             found.setdefault(name, []).append(f"{path.relative_to(REPO)}:{line}")
     for name, line in makefile_variables().items():
         found.setdefault(name, []).append(f"Makefile:{line}")
@@ -551,6 +596,14 @@ def read(env):
     env.setdefault("NOT_READ_SET", "1")
     return EnvVar("K_ENVVAR"), "NOT_READ", {"L_KEY": 1}.get("L_KEY")
 PASSED = ("M_PASSED", "N_PASSED")
+class Settings:
+    def _text(self, name):
+        return self.env.get(name, "")
+    def project(self):
+        return self._text("P_METHOD")
+def limit(name):
+    return current()._text(name)
+q = limit("Q_PASSED_ON")
 """
     found = EnvReads(ast.parse(source + "x = os.environ.get(ELSEWHERE)\n"), {"ELSEWHERE": "O_IMPORTED"}).found
     assert sorted(found) == [
@@ -568,6 +621,8 @@ PASSED = ("M_PASSED", "N_PASSED")
         "M_PASSED",
         "N_PASSED",
         "O_IMPORTED",
+        "P_METHOD",
+        "Q_PASSED_ON",
     ]
 
 

@@ -31,11 +31,12 @@ async def model_tool_view(settings: Settings) -> tuple[int, str, tuple[str, ...]
         assert runner.backend is not None
         backend = runner.backend
         async with (
-            backend.probe_project() as project_id,  # pinned, as every trial's session is
+            backend.probe_sandbox() as sandbox,  # pinned, as every trial's session is
             asyncio.timeout(settings.trial_timeout),  # bounded like a trial's own session
-            connect(backend.target_for(project_id), backend.mcp_headers) as connection,
         ):
-            server_tools = await connection.list_tools()
+            target = await backend.target_for(sandbox)
+            async with connect(target, backend.mcp_headers) as connection:
+                server_tools = await connection.list_tools()
         view = ToolView(
             server_tools, overrides=runner.overrides, decoys=settings.decoys, name_filter=settings.tool_filter
         )

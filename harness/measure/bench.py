@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.cases import Case, load_cases
 from harness.config import Settings
+from harness.environment import host
 from harness.mcp.server_process import LocalServer
 from harness.measure.cpu_split import CpuSplit, describe, postmaster_of
 from harness.models.providers import ModelTurn, Provider, TrialContext
@@ -226,7 +227,7 @@ def filesystem_of(path: Path) -> str:
 
 async def bench(args: argparse.Namespace) -> None:
     settings = Settings.from_env(warn=False).for_model(args.model)
-    if settings.uses_local_server and not os.environ.get("DATABASE_URL"):
+    if settings.uses_local_server and not host().database_url:
         pgdata = liveness.pgdata_dir()
         print(f"PostgreSQL data directory: {pgdata} ({filesystem_of(pgdata)})")
     cases = load_cases()

@@ -113,9 +113,14 @@ class TrialConfig(BaseModel):
 
     model: str  # e.g. "anthropic:claude-sonnet-4-6", "control:oracle"
     server: str  # "local", "neon", or a URL / command for any other server
+    # Which server family served the trial (harness/servers/registry.py): whose tool roles and whose
+    # terms for the case the scorers judge it by. Records from before there were two are Neon's.
+    server_family: str = "neon"
+    server_identity: str = ""  # the server as comparison keys name it, e.g. "@bytebase/dbhub@1.4.0"
     tool_count: int = 0  # tools the model saw, decoys included
     decoy_count: int = 0
     description_variant: str = "default"
+    surface: str = ""  # whose words the tools were described in (Settings.surface); "" on older records
     tool_view_hash: str = ""  # hash of exactly what the model saw (names, descriptions, schemas, order)
     seed: int | None = None
     temperature: float | None = None

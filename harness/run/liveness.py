@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import environment
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OWNERS_DIR = REPO_ROOT / ".localneon" / "owners"
-DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"  # the local server's default (localneon.pg)
+DEFAULT_PGDATA = environment.DEFAULT_PGDATA  # the local server's default (localneon.pg)
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Entry:
 
 def pgdata_dir() -> Path:
     """The data directory of the local server this process starts (`LOCALNEON_PGDATA` or its default)."""
-    return Path(os.environ.get("LOCALNEON_PGDATA") or DEFAULT_PGDATA).expanduser().resolve()
+    return environment.host().pgdata_dir
 
 
 def owners_dir() -> Path:

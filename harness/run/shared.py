@@ -22,6 +22,7 @@ from harness.mcp.server_process import LocalServer
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore
 from harness.run.trial import TrialRunner, describe_error
+from harness.servers.registry import family_for
 
 _SHARED: dict[tuple[asyncio.AbstractEventLoop, str], TrialRunner] = {}
 _SHARED_SERVER: list[LocalServer] = []  # one local server per process, shared by every shared runner
@@ -86,7 +87,12 @@ async def run_trial(
             case_id=case.id,
             trial_index=trial_index,
             case_hash=case.content_hash(),
-            config=TrialConfig(model=chosen.model, server=chosen.scrub(chosen.server)),
+            config=TrialConfig(
+                model=chosen.model,
+                server=chosen.scrub(chosen.server),
+                server_family=family_for(chosen).name,
+                server_identity=chosen.server_identity,
+            ),
             outcome="infra_error",
             error=chosen.scrub(f"runner did not start: {describe_error(error)}"),
             started_at=datetime.now(UTC).isoformat(),

@@ -28,7 +28,7 @@ from harness.models.rules import trial_cost_usd
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore, StoreWriteError, record_lost
 from harness.run.liveness import register_run
-from harness.servers.family import ExpectedStart, TrialBackend, TrialSandbox
+from harness.servers.family import ExpectedStart, ServerFamily, TrialBackend, TrialSandbox
 from harness.servers.registry import family_for
 
 
@@ -47,6 +47,7 @@ class TrialRunner:
         self._owns_server = local_server is None
         self._token = secrets.token_urlsafe(24)
         self.write_results = write_results
+        self.family: ServerFamily = family_for(self.settings)  # harness/servers/registry.py
         self.backend: TrialBackend | None = None  # the server family's (harness/servers/family.py)
         self.provider: Provider | None = None
         self.store = ResultsStore(self.settings.results_dir, self.settings.run_id)
@@ -87,7 +88,7 @@ class TrialRunner:
         return self
 
     async def _build_backend(self) -> TrialBackend:
-        family = family_for(self.settings)
+        family = self.family
         if self.settings.uses_local_server:
             if self._server is None:
                 self._server = LocalServer(token=self._token, descriptions=self.settings.server_descriptions)
@@ -160,7 +161,10 @@ class TrialRunner:
         return TrialConfig(
             model=settings.model,
             server=self.scrub(settings.server),
+            server_family=self.family.name,
+            server_identity=settings.server_identity,
             description_variant=settings.description_variant,
+            surface=settings.surface,
             temperature=settings.temperature,
             max_turns=settings.max_turns,
             max_tokens=settings.max_tokens,
@@ -171,7 +175,9 @@ class TrialRunner:
     async def run(self, case: Case, trial_index: int = 0, queue_s: float = 0.0) -> TrialRecord:
         """Run one trial; infrastructure errors end up on the record, never raised.
 
-        `queue_s` is how long the trial waited for a model slot before this call (kept on the record)."""
+        `case` is the bundled case (its hash goes on the record); the trial runs it in the server
+        family's terms (`ServerFamily.case_for`), as the scorers judge it. `queue_s` is how long the
+        trial waited for a model slot before this call (kept on the record)."""
         record = TrialRecord(
             case_id=case.id,
             trial_index=trial_index,
@@ -192,7 +198,7 @@ class TrialRunner:
             if not self.started:
                 await self.start()
             await self._ensure_server()
-            await self._run(case, trial_index, record, state)
+            await self._run(self.family.case_for(case), trial_index, record, state)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -310,7 +316,7 @@ class TrialRunner:
         assert self.backend is not None and self.provider is not None
         settings, timings = self.settings, record.timings
         clock = time.perf_counter()
-        target = self.backend.target_for(info.project_id, case.grant)
+        target = await self.backend.target_for(info, case.grant)
         # Which trial a request belongs to, for the server's logs (and the Neon stand-in's overlap check:
         # MCP 2026-07 has no sessions, so nothing else on the wire tells one trial's requests from another's).
         trial_name = f"{settings.run_id}/{case.id}/{trial_index}/{secrets.token_hex(4)}"
@@ -325,7 +331,8 @@ class TrialRunner:
                 record.tool_annotations = {tool.name: dict(tool.annotations or {}) for tool in server_tools}
                 timings["connect"] = _lap(clock)
                 view = self._view(server_tools, case, trial_index, record)
-                provider = self.provider.for_trial(TrialContext(case, info.project_id, info.database, trial_index))
+                context = TrialContext(case, info.project_id, info.database, trial_index, self.family.roles)
+                provider = self.provider.for_trial(context)
                 loop = LoopSettings(
                     system=settings.system_prompt,
                     max_turns=settings.max_turns,

@@ -5,12 +5,14 @@ a sandbox is opened for a trial, how its main state is read before and after the
 expected state is built, which connection a trial's MCP session goes to. `harness/run/` talks to a
 family only through these protocols (a test checks it imports no family's package);
 each family is one package under `harness/servers/` with a `family.py` that implements them, and
-`harness/servers/registry.py` says which family serves which `EVAL_SERVER`.
+`harness/servers/registry.py` says which family serves which `EVAL_SERVER`. A family also says
+what its tools are for (`ToolRoles`, for the scorers and control agents) and how a bundled case
+reads in its terms (`case_for`: the cases are written in Neon's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
@@ -20,6 +22,7 @@ from harness.cases import Case, Grant
 from harness.config import Settings
 from harness.mcp.server_process import ServerEndpoints
 from harness.recording.records import Snapshot
+from harness.servers.roles import ToolRoles
 
 MCPTarget = str | StdioServerParameters  # a URL, or a command to start over stdio
 
@@ -54,16 +57,17 @@ class TrialBackend(Protocol):
         """An isolated main for one trial, closed (and cleaned up) when the context ends."""
         ...
 
-    def probe_project(self) -> AbstractAsyncContextManager[str]:
-        """A project to list tools under as a trial would see them (held or made, then let go)."""
+    def probe_sandbox(self) -> AbstractAsyncContextManager[TrialSandbox]:
+        """A sandbox to list tools in as a trial would see them (held or made, then let go)."""
         ...
 
     async def connection_uri(self, sandbox: TrialSandbox) -> str:
         """A PostgreSQL connection to the sandbox's main (the harness's checks run SQL there)."""
         ...
 
-    def target_for(self, project_id: str, grant: Grant | None = None) -> MCPTarget:
-        """The MCP target of one trial, pinned to its sandbox's project where the transport allows."""
+    async def target_for(self, sandbox: TrialSandbox, grant: Grant | None = None) -> MCPTarget:
+        """The MCP target of one trial: pinned to its sandbox (a URL grant, or a stdio server started
+        on the sandbox's own database) where the server allows, with the case's grant."""
         ...
 
     async def capture(self, sandbox: TrialSandbox, *, timeout: float, after_model: bool = False) -> Snapshot:
@@ -102,9 +106,18 @@ class TrialBackend(Protocol):
 
 
 class ServerFamily(Protocol):
-    """A family: how its backends are made for a run."""
+    """A family: how its backends are made for a run, what its tools are for, its terms for a case."""
 
-    name: str
+    name: str  # the record's `server_family`
+    roles: ToolRoles
+
+    def case_for(self, case: Case) -> Case:
+        """The case in this family's terms; `harness.servers.roles.CaseNotServed` when it cannot run it."""
+        ...
+
+    def check_start(self, settings: Settings, fixtures: Iterable[str]) -> None:
+        """Before the first trial: install what the server needs, refuse what cannot run (ConfigError)."""
+        ...
 
     def local_backend(self, settings: Settings, endpoints: ServerEndpoints, token: str | None) -> TrialBackend:
         """For a server the harness started itself (or a stdio server beside it)."""

@@ -18,6 +18,7 @@ from harness.cases import BUNDLED_DATASET, load_cases
 from harness.mcp.server_process import LocalServer
 from harness.recording.records import ToolCall
 from harness.recording.store import RUN_FILE, TRIALS_FILE, append_whole, load_run
+from harness.servers.neon.surface_label import OWN_LABEL
 from tests.analysis import large_run
 from tests.analysis.browser import SCREEN, drawn_in, measured, png_size
 from tests.analysis.html_tree import Node, TreeBuilder, parse, section, squeeze, summary_cell
@@ -263,11 +264,11 @@ def test_cost_is_drawn_only_where_a_cost_exists(run: Path, page: TreeBuilder, tm
 
 
 def test_a_large_run_is_under_eight_screens_with_failures_collapsed(run: Path, tmp_path: Path) -> None:
-    """`make eval` offline at 20 trials: 39 cases x 20 trials x 2 control agents, copied from the real run
+    """`make eval` offline at 20 trials: every bundled case x 20 trials x 2 control agents, copied from the real run
     (re-scored once per distinct trial), rendered, and measured in Chromium before anything is opened."""
     folder, cases_file, written = large_run.build(run, DATASET, tmp_path)
     shape = large_run.bundled_shape()
-    assert written == 2 * sum(shape.values()) * large_run.TRIALS == 2 * 39 * 20
+    assert written == 2 * sum(shape.values()) * large_run.TRIALS and sum(shape.values()) >= 100
     run_dir, info, records = load(str(folder))
     trials = large_run.score_copies(records, {case.id: case for case in load_cases(cases_file)})
     out, shot = tmp_path / "large.html", tmp_path / "large.png"
@@ -281,6 +282,8 @@ def test_a_large_run_is_under_eight_screens_with_failures_collapsed(run: Path, t
     assert len(failures) == sum(shape.values()) and all(box["height"] < 30 for box in failures)  # a line each
     assert {box["data"]["trials"] for box in failures} == {" ".join(str(i) for i in range(large_run.TRIALS))}
     assert all(": 20 of 20 trials (trials 0–19), outcome ok; failed " in box["text"] for box in failures)
+    page = out.read_text(encoding="utf-8")  # the careful agent's rows, all passing, fold into one line a group
+    assert page.count('<details class="clean-cases">') >= len(shape) and '<details class="more-failures">' in page
 
 
 # -- the A/B page -------------------------------------------------------------------------------------
@@ -307,21 +310,26 @@ def _ab(capsys: pytest.CaptureFixture[str], a: Path, b: Path, out: Path) -> Node
     return parse(out.read_text(encoding="utf-8")).root
 
 
+TWIN = "localneon, the Neon twin (neon family)"
+
+
 def test_the_ab_page_names_both_arms_fully(run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tools = load_run(run)[1][0].config.tool_count
     out, shot = tmp_path / "models.html", tmp_path / "models.png"
     root = _ab(capsys, _arm(run, tmp_path / "a", ORACLE), _arm(run, tmp_path / "b", UNSAFE), out)
     assert root.one("h1").text == f"A/B: {ORACLE} vs {UNSAFE}"  # not "default vs default"
     assert root.one("p", **{"class": "shared"}).text == (
-        f"Both arms: server local, descriptions default, decoys 0, tools {tools}, system prompt default."
+        f"Both arms: server {TWIN}, descriptions default, surface {OWN_LABEL}, decoys 0, tools {tools}, "
+        "system prompt default."
     )
     for arm, model in (("A", ORACLE), ("B", UNSAFE)):
         row = root.one("tr", data_arm=arm)
         cells = {cell.attrs["data-field"]: cell for cell in row.find_all("td") if "data-field" in cell.attrs}
         assert {field: cell.text for field, cell in cells.items()} == {
             "model": model,
-            "server": "local",
+            "server": TWIN,
             "descriptions": "default",
+            "surface": OWN_LABEL,
             "decoys": "0",
             "tools": str(tools),
             "system prompt": "default",
@@ -340,7 +348,8 @@ def test_the_ab_page_names_both_arms_fully(run: Path, tmp_path: Path, capsys: py
     honest, misleading = (_arm(run, tmp_path / f"v{i}", ORACLE, variant) for i, variant in enumerate(variants))
     root = _ab(capsys, honest, misleading, tmp_path / "variants.html")
     assert root.one("h1").text == f"A/B: {variants[0]} vs {variants[1]}"
-    assert root.one("p", **{"class": "shared"}).text.startswith(f"Both arms: model {ORACLE}, server local, decoys 0")
+    shared = root.one("p", **{"class": "shared"}).text
+    assert shared.startswith(f"Both arms: model {ORACLE}, server {TWIN}, surface {OWN_LABEL}, decoys 0")
     assert root.one("tr", data_arm="B").one("td", data_field="descriptions").text == variants[1]
     assert "No case moved: every case passed as often under B as under A." in squeeze(root.one("body").text)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from localneon.pg import Cluster
+from localneon.cluster.pg import Cluster
 from tests.datasets.pg import start_server
 
 

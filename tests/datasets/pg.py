@@ -17,7 +17,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from harness.recording.records import Snapshot, TableFingerprint
-from localneon.pg import Cluster, embedded_bin, start_embedded
+from localneon.cluster.pg import Cluster, embedded_bin, start_embedded
 from tests.pgdirs import SCORER_PGDATA as PGDATA
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -18,9 +18,28 @@ CASES = load_cases()
 FIXTURES = sorted(path.stem for path in BUNDLED_FIXTURES.glob("*.sql"))
 
 
+# Reference tools that send no SQL of the case's to the database (branches, the project, Neon Auth):
+# nothing of theirs to try on the fixture here.
+NO_SQL_TOOLS = {
+    "create_branch",
+    "delete_branch",
+    "reset_from_parent",
+    "describe_branch",
+    "describe_project",
+    "list_branch_computes",
+    "provision_neon_auth",
+    "get_neon_auth_config",
+    "configure_neon_auth",
+}
+
+
 def reference_statements(call: ReferenceCall) -> list[str]:
-    """The SQL a reference call would run (EXPLAIN for the explain tool; a lookup for describe)."""
+    """The SQL a reference call would run (EXPLAIN for the explain and tuning tools; a lookup for describe)."""
     args = call.arguments
+    if call.tool in NO_SQL_TOOLS:
+        return []
+    if call.tool == "prepare_query_tuning":
+        return [f"EXPLAIN {args['sql']}"]
     if call.tool == "run_sql":
         return [str(args["sql"])]
     if call.tool == "run_sql_transaction":
@@ -35,7 +54,8 @@ def reference_statements(call: ReferenceCall) -> list[str]:
 
 def scalar_answer(conninfo: str, sql: str) -> Any:
     with psycopg.connect(conninfo) as conn:
-        rows = conn.execute(sql).fetchall()
+        cursor = conn.execute(sql)
+        rows = cursor.fetchall() if cursor.description else []  # a write (on a branch) returns no rows
         conn.rollback()
     return rows[0][0] if len(rows) == 1 and len(rows[0]) == 1 else None
 

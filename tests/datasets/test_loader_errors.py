@@ -87,3 +87,31 @@ def test_an_unknown_fixture_lists_every_folder_in_the_documented_order(tmp_path:
     message = refused(write(folder, "lost.yaml", "version: 1\ncases:\n" + body))
     beside, above = folder / "fixtures", tmp_path / "fixtures"
     assert f"looked for nowhere.sql in {beside}, then {above}, then {BUNDLED_FIXTURES}" in message
+
+
+@pytest.mark.parametrize(
+    ("tags", "expected"),
+    [
+        ('["risc:low"]', "tag 'risc:low' has an unknown prefix 'risc' (known: workflow, risk,"),
+        ('["risc:low"]', "did you mean 'risk:low'?"),
+        ('["risk:extreme"]', "tag 'risk:extreme': risk must be one of none, low, medium, high"),
+        ('["workflow:stage-aply"]', "did you mean 'workflow:stage-apply'?"),
+        ('["pressure:Urgent!"]', "the value after 'pressure:' must be a lowercase slug"),
+        ('["workflow:stage", "workflow:read"]', "2 workflow tags (workflow:stage, workflow:read): a case has one"),
+        ('["risk:low", "risk:low"]', "repeated tags: ['risk:low']"),
+        ('["workflow:read"]', "tag 'workflow:read' is for a case that asks for no change, but this one stages"),
+        ('["workflow:stage-apply"]', "tag 'workflow:stage-apply' needs a migration case with approval 'approve'"),
+    ],
+)
+def test_a_bad_tag_names_file_case_and_tag(tmp_path: Path, tags: str, expected: str) -> None:
+    body = GOOD.format(case_id="tagged") + f"    tags: {tags}\n"
+    path = write(tmp_path, "tags.yaml", "version: 1\ncases:\n" + body)
+    message = refused(path)
+    assert str(path) in message and "case 'tagged'" in message and expected in message, message
+
+
+def test_free_labels_and_known_prefixes_load(tmp_path: Path) -> None:
+    tags = '[add_column, Neon-Original, "workflow:stage", "risk:low", "domain:my-data", "injection:tool-result"]'
+    body = GOOD.format(case_id="fine") + f"    tags: {tags}\n"
+    (case,) = load_cases(write(tmp_path, "fine.yaml", "version: 1\ncases:\n" + body))
+    assert case.workflow == "stage" and "Neon-Original" in case.tags

@@ -34,6 +34,8 @@ def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path)
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "both arms run control:lexical" in completed.stderr
+    (said,) = [line for line in completed.stderr.splitlines() if line.startswith("ab: surface: ")]
+    worn = said.removeprefix("ab: surface: ").split(" (")[0]
     verdicts = [line.strip() for line in completed.stdout.splitlines() if line.strip().startswith("all_scores:")]
     assert verdicts and verdicts[0].startswith("all_scores: B worse"), completed.stdout[-3000:]
     assert "regressed (2):" in completed.stdout
@@ -53,7 +55,9 @@ def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path)
     page = results / "ab-test-ab.html"
     root = parse(page.read_text(encoding="utf-8")).root  # both arms named in full, from their records
     assert root.one("h1").text == "A/B: honest vs run-sql-for-schema-changes"
-    assert root.one("p", **{"class": "shared"}).text.startswith("Both arms: model control:lexical, server local,")
+    shared = root.one("p", **{"class": "shared"}).text
+    assert shared.startswith("Both arms: model control:lexical, server localneon, the Neon twin (neon family),")
+    assert f"surface {worn}" in shared, shared  # the variant was worn over the surface `make ab` named first
     dom = rendered_dom(page, tmp_path)
     assert drawn_in(dom, "paired-differences") >= len(CASES)
     for case_id in CASES:

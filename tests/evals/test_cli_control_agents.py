@@ -11,7 +11,7 @@ import pytest
 from harness.cases import load_cases
 from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from scorers.sqlinfo import analyse
 from tests.evals.cli import offline_env, run_braintrust_eval
 from tests.harness.test_trials import same_state

@@ -17,7 +17,7 @@ import pytest
 
 from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
-from localneon.pg import get_cluster
+from localneon.cluster.pg import get_cluster
 from tests.evals.cli import eval_action_summaries, offline_env, run_cli
 from tests.fakes.anthropic_server import (
     FakeAnthropic,

@@ -18,6 +18,7 @@ from evals import _report
 from evals._gate import check_limits, experiment_failures
 from evals._scoring import observed
 from evals._uploads import trial_metadata
+from harness.environment import forget_process_env
 from harness.recording.records import TrialConfig, TrialRecord
 
 MODEL = "anthropic:claude-sonnet-4-6"
@@ -120,6 +121,7 @@ def test_eval_allow_main_damage_turns_the_reason_off_but_not_the_line(
     assert experiment_failures(made, {}) == []
     assert table(out)[1].endswith("(EVAL_ALLOW_MAIN_DAMAGE=1: not a gate failure)")
     monkeypatch.setenv("EVAL_ALLOW_MAIN_DAMAGE", "maybe")
+    forget_process_env()  # a run reads its settings once; this test changes them
     with pytest.raises(ValueError, match="EVAL_ALLOW_MAIN_DAMAGE='maybe' is not a switch"):
         check_limits()  # before the first trial (evals._guard.check_start)
 

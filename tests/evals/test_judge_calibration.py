@@ -19,6 +19,7 @@ from analysis import calibrate
 from analysis.calibration_records import INFO_FILE, VERDICTS_FILE, load_verdicts
 from evals import _calibration
 from evals import calibrate as calibrate_launcher
+from harness.environment import forget_process_env
 from tests.evals.cli import offline_env, run_cli
 from tests.fakes.llama_replay import LlamaReplay, answer
 from tests.fakes.openai_judge import FakeJudge
@@ -127,6 +128,7 @@ def test_calibration_is_defined_only_when_asked(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.delenv(name, raising=False)
     _calibration.define_calibration_evals()  # not asked: nothing defined, no judge needed, no error
     monkeypatch.setenv("EVAL_JUDGE_CALIBRATION", "1")
+    forget_process_env()  # a run reads its settings once; this test changes them
     with pytest.raises(_calibration.CalibrationConfigError, match="EVAL_JUDGE_CALIBRATION is set but no judge"):
         _calibration.define_calibration_evals()
     assert [_calibration.requested({"EVAL_JUDGE_CALIBRATION": value}) for value in ("1", "yes", "0", "")] == [

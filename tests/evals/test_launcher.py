@@ -21,12 +21,12 @@ def test_a_braintrust_key_sends_experiments(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.parametrize("flag", [["--api-key", "bt-flag-key"], ["--api-key=bt-flag-key"]])
 def test_the_api_key_flag_alone_sends_experiments(monkeypatch: pytest.MonkeyPatch, flag: list[str]) -> None:
-    """`python -m evals --api-key K` is logged in: no local mode, and the key is the one the CLI uses."""
-    monkeypatch.setenv("BRAINTRUST_API_KEY", "recorded, so that teardown removes what the flag sets")
-    monkeypatch.delenv("BRAINTRUST_API_KEY")
-    adopt_api_key_flag(flag)
-    assert os.environ["BRAINTRUST_API_KEY"] == "bt-flag-key"
-    assert "--no-send-logs" not in build_command(flag)
+    """`python -m evals --api-key K` is logged in: no local mode, and the key is the one the CLI is given."""
+    monkeypatch.delenv("BRAINTRUST_API_KEY", raising=False)
+    env: dict[str, str] = {}  # the CLI's environment, which the launcher builds (never its own)
+    adopt_api_key_flag(flag, env)
+    assert env["BRAINTRUST_API_KEY"] == "bt-flag-key" and "BRAINTRUST_API_KEY" not in os.environ
+    assert "--no-send-logs" not in build_command(flag, env=env)
 
 
 def test_score_floors_parse_and_reject_nonsense() -> None:

@@ -4,7 +4,7 @@ OPENAI_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_API_KEY=local make eval`.
 It used to stop at start: with only OPENAI_BASE_URL set the judge's route was the model's own server,
 which the preflight refuses (a model judging its own answers). Now that route is passed over and the
 first lines say so; and a model in no price table with a placeholder key gets the small trial count
-(it got 20 trials a case, days of a CPU), said on the first line. The model's answers are recorded
+(it got 20 trials a case, days of a CPU), said right after the surface line. The model's answers are recorded
 llama-server ones (tests/fakes/llama_replay.py); the launcher, the CLI, the local server and
 PostgreSQL are real.
 """
@@ -49,7 +49,8 @@ def test_the_readme_local_model_command_runs_with_no_judge_and_two_trials(tmp_pa
     assert "stopping before any trial" not in stderr and "Traceback" not in stderr, stderr[-4000:]
     assert done.returncode in (0, 1), f"exit {done.returncode}:\n{stderr[-4000:]}"  # 1: the gate judged the model
     lines = stderr.splitlines()
-    assert lines[0] == (
+    assert lines[0].startswith("evals: surface: "), lines[:3]  # first, whose words the tools wear
+    assert lines[1] == (
         f"evals: {MODEL} is in no price table and OPENAI_API_KEY is a placeholder (a local model): "
         "2 trials a case (set EVAL_TRIALS for more)"
     ), lines[:3]

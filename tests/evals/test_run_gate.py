@@ -17,6 +17,7 @@ from autoevals import Score
 from evals import _report
 from evals._gate import check_floor_names, experiment_failures, run_failures
 from evals._scoring import observed
+from harness.environment import forget_process_env
 from tests.evals.cli import offline_env, run_cli
 
 
@@ -54,6 +55,7 @@ def test_judge_errors_over_the_share_fail_naming_the_first(
     assert reason.startswith("the judge failed on 2/10 trials, over the 10% allowed")
     assert reason.endswith("first: factuality: HTTP 500 from the judge on c1")
     monkeypatch.setenv("EVAL_MAX_JUDGE_ERRORS", "0.2")
+    forget_process_env()  # a run reads its settings once; this test changes them
     assert experiment_failures(made, {}) == []
 
 
@@ -68,8 +70,10 @@ def test_infrastructure_errors_over_the_share_fail(
     assert "2/11 trials were infrastructure errors, over the 10% allowed" in reason
     assert reason.endswith("first: server down: 503")
     monkeypatch.setenv("EVAL_MAX_INFRA_ERRORS", "0.5")
+    forget_process_env()  # a run reads its settings once; this test changes them
     assert experiment_failures(report(rows, capsys), {}) == []
     monkeypatch.setenv("EVAL_MAX_INFRA_ERRORS", "lots")
+    forget_process_env()
     with pytest.raises(ValueError, match="EVAL_MAX_INFRA_ERRORS='lots' is not a share"):
         experiment_failures(report(rows, capsys), {})
 
@@ -91,6 +95,7 @@ def test_trials_without_an_answer_over_the_share_fail_naming_the_first(
     assert reason.startswith("3/12 trials ended without the model's answer, over the 10% allowed (EVAL_MAX_NO_ANSWERS)")
     assert reason.endswith("first: c7: outcome timeout")
     monkeypatch.setenv("EVAL_MAX_NO_ANSWERS", "0.3")
+    forget_process_env()  # a run reads its settings once; this test changes them
     assert experiment_failures(made, {}) == []
 
 

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from harness.run import liveness
-from localneon.pg import Cluster, remove_cluster, start_embedded
+from localneon.cluster.pg import Cluster, remove_cluster, start_embedded
 from tests.evals.cli import REPO_ROOT, offline_env
 from tests.fakes.not_found import not_found_server
 from tests.pgdirs import FAULTS_PGDATA

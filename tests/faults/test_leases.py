@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from harness.mcp.server_process import LocalServer
-from localneon.pg import release, remove_cluster
+from localneon.cluster.pg import release, remove_cluster
 from tests.evals.cli import REPO_ROOT, python_module, run_in_repo
 from tests.faults.conftest import own_cluster_dir
 
-HOLD = "import sys, time; from pathlib import Path; from localneon.pg import start_embedded\n"
+HOLD = "import sys, time; from pathlib import Path; from localneon.cluster.pg import start_embedded\n"
 HOLD += "start_embedded(Path(sys.argv[1])); print('up', flush=True); time.sleep(float(sys.argv[2]))"
 
 pytestmark = pytest.mark.skipif("DATABASE_URL" in os.environ, reason="the clusters are embedded ones")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from localneon.pg import remove_cluster, socket_dir
+from localneon.cluster.pg import remove_cluster, socket_dir
 from tests.evals.cli import REPO_ROOT
 
 LENGTH = 150

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from localneon.pg import release
+from localneon.cluster.pg import release
 from tests.evals.cli import REPO_ROOT, python_module, run_in_repo
 from tests.faults.conftest import own_cluster_dir
 
@@ -18,8 +18,9 @@ ONE_TEST = "tests/datasets/test_fixtures_real_pg.py::test_a_failing_reference_sq
 
 
 def run_pytest_as(worker: str, test: str, **env: str) -> None:
-    """A nested `pytest` of one test, as worker `worker` (so on clusters of its own), which must pass."""
-    full_env = {**os.environ, "PYTEST_XDIST_WORKER": worker, **env}
+    """A nested `pytest` of one test, as worker `worker` (so on clusters of its own in `.localneon/`,
+    whatever LOCALNEON_TEST_ROOT the outer run has), which must pass."""
+    full_env = {**os.environ, "PYTEST_XDIST_WORKER": worker, "LOCALNEON_TEST_ROOT": ".localneon", **env}
     completed = run_in_repo(python_module("pytest", "-q", "-p", "no:cacheprovider", test), full_env, timeout=300)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
 
@@ -54,7 +55,7 @@ def test_a_pytest_run_leaves_running_a_cluster_another_process_still_uses(reques
     """Two runs in one checkout: the one that finishes first must not stop the cluster under the other."""
     worker = "hook" + secrets.token_hex(3)
     pgdata = own_cluster_dir(request, f"scorer-test-pgdata-{worker}")
-    holding = "import sys, time; from pathlib import Path; from localneon.pg import start_embedded; "
+    holding = "import sys, time; from pathlib import Path; from localneon.cluster.pg import start_embedded; "
     holding += "start_embedded(Path(sys.argv[1])); print('holding', flush=True); time.sleep(600)"
     holder = subprocess.Popen(
         [sys.executable, "-c", holding, str(pgdata)], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True

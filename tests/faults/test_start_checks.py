@@ -20,6 +20,7 @@ from harness.config import Settings
 from harness.mcp.server_process import LocalServer
 from harness.recording.store import ResultsStore
 from harness.servers.neon.backend import remote_backend
+from harness.servers.neon.sandbox import SandboxInfo
 from tests.evals.cli import offline_env, run_cli
 from tests.fakes.not_found import refusing_server
 from tests.faults.conftest import EVAL_FILE, FAULTS_PGDATA, SMALL_DATASET, World, fault_env
@@ -192,7 +193,8 @@ async def test_a_query_string_in_the_server_url_is_kept_and_merged_with_the_gran
     backend = remote_backend(settings)
     try:
         assert backend.mcp_target == "http://127.0.0.1:9/mcp?category=querying"
-        assert backend.target_for("proj-1") == "http://127.0.0.1:9/mcp?category=querying&projectId=proj-1"
+        target = await backend.target_for(SandboxInfo("proj-1", "br-main", "main"))
+        assert target == "http://127.0.0.1:9/mcp?category=querying&projectId=proj-1"
     finally:
         await backend.api.aclose()
 

@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from harness.recording.store import load_run
-from localneon.locks import ROLE_COMMENT_PREFIX
-from localneon.pg import start_embedded
+from localneon.cluster.locks import ROLE_COMMENT_PREFIX
+from localneon.cluster.pg import start_embedded
 from tests.evals.cli import offline_env, run_cli, run_in_repo
 from tests.faults.conftest import (
     EVAL_FILE,
@@ -60,7 +60,7 @@ def assert_nothing_left(pgdata: Path, *envs: dict[str, str]) -> None:
     """No PostgreSQL running on `pgdata`, no process of the runs, and (opened again to look) no project,
     database or role of theirs in it."""
     assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL is still running"
-    from localneon import leases  # here: the check above is what the code before leases failed
+    from localneon.cluster import leases  # here: the check above is what the code before leases failed
 
     assert leases.live(pgdata) == [], "a lease outlived its run"
     for env in envs:

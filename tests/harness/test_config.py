@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import ConfigError, Settings
-from harness.models.providers.control import FALLBACK_MODELS as CONTROL_MODELS
+from harness.models.control import FALLBACK_MODELS as CONTROL_MODELS
 from harness.models.rules import DEFAULT_MODEL
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore, load_run

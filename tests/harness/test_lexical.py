@@ -9,8 +9,8 @@ import yaml
 
 from harness.cases import Case, load_cases
 from harness.mcp.toolview import DECOYS
+from harness.models.control.lexical import LexicalAgent, fill_arguments, rank_tools
 from harness.models.providers import TrialContext
-from harness.models.providers.lexical import LexicalAgent, fill_arguments, rank_tools
 from tests.evals.cli import REPO_ROOT
 
 DEFAULTS = yaml.safe_load((REPO_ROOT / "localneon" / "descriptions" / "default.yaml").read_text())

@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent(
     """
     import logging
     logging.basicConfig(format="%(asctime)s %(levelname)s [%(name)s]: %(message)s", level=logging.INFO)
-    from harness.models.providers.lexical import rank_tools
+    from harness.models.control.lexical import rank_tools
     tools = [{"name": "prepare_database_migration", "description": "Stage a schema change on a branch"},
              {"name": "run_sql", "description": "Run SQL on a branch"}]
     for _ in range(3):

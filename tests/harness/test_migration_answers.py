@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from harness.cases import load_cases
+from harness.models.control.careful import CarefulAgent
 from harness.models.providers.base import TrialContext
-from harness.models.providers.control import ControlAgent
 from harness.servers.neon.answers import migration_details
 
 MIGRATION = "3b00dc61-691b-468b-b00e-ab47a8e721a7"
@@ -80,7 +80,7 @@ def _declined(answer: str) -> list[dict[str, Any]]:
 
 async def _next_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     [case] = [c for c in load_cases() if c.id == "decline-drop-column-bio"]
-    agent = ControlAgent("oracle").for_trial(TrialContext(case, "proj-1"))
+    agent = CarefulAgent("oracle").for_trial(TrialContext(case, "proj-1"))
     turn = await agent.complete(system=None, messages=messages, tools=tools, max_tokens=100, temperature=None)
     return [(block["name"], block["input"]) for block in turn.content if block.get("type") == "tool_use"]
 

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from anthropic import BadRequestError
 
+from harness.models.control.transcript import parse_prepare
 from harness.models.providers.anthropic import AnthropicProvider
-from harness.models.providers.control import parse_prepare
 from harness.models.providers.openai_compat import OpenAICompatProvider, to_openai_messages
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 from tests.fakes.jsonserver import JsonServer, Request, Response

@@ -25,7 +25,7 @@ from harness.servers.neon.conventions import conventional_annotations
 from harness.servers.neon.published.install import REPO_ROOT, ensure_installed, server_entry
 from harness.servers.neon.published.pin import SEAM, SERVER_PACKAGE
 from harness.servers.neon.stdio import KEY_PLACEHOLDER, empty_workdir, neon_npm_target, server_environment
-from localneon.snapshot import own_tools
+from localneon.mcp.snapshot import own_tools
 from tests.fakes.not_found import HTML_404, not_found_server
 from tests.harness.conftest import TOKEN, make_case, settings_from
 

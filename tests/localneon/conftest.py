@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj
 
 REPO = Path(__file__).resolve().parents[2]

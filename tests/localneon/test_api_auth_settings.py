@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj
 from tests.localneon.test_api import check_error
 from tests.localneon.test_twin_tools import openapi_errors

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 import pytest
 
-from localneon.branching import Neon
-from localneon.catalog import Catalog
+from localneon.engine.branching import Neon
+from localneon.engine.catalog import Catalog
 
 
 def backend_pid(catalog: Catalog) -> int:

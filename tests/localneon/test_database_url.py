@@ -9,8 +9,8 @@ from pathlib import Path
 from mcp import StdioServerParameters
 from mcp.client import Client
 
-from localneon.branching import Neon
-from localneon.pg import get_cluster
+from localneon.cluster.pg import get_cluster
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import REPO, call, ok
 
 

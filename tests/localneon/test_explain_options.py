@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from localneon.explain_options import without_neon_explain_options
+from localneon.engine.explain_options import without_neon_explain_options
 from tests.localneon.helpers import HttpServer, Proj, call, http_client, ok
 
 

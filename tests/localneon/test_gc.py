@@ -17,10 +17,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from localneon import gc, ids
-from localneon.branching import Neon
-from localneon.errors import NotFound
-from localneon.locks import ROLE_COMMENT_PREFIX
+from localneon.cluster.locks import ROLE_COMMENT_PREFIX
+from localneon.engine import gc, ids
+from localneon.engine.branching import Neon
+from localneon.engine.errors import NotFound
 from tests.localneon.conftest import REPO
 from tests.localneon.helpers import Proj
 

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from mcp_types import Tool
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, ok
 
 REFERENCE = json.loads((Path(__file__).resolve().parents[2] / "localneon/reference/neon-grants.json").read_text())

@@ -21,11 +21,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from localneon import bounds, gc, guards, isolation
-from localneon.branching import Neon, Target
-from localneon.errors import LocalNeonError
-from localneon.pg import build_uri
-from localneon.tools.querying import run_sql, run_sql_read_only, run_sql_transaction_read_only
+from localneon.cluster.pg import build_uri
+from localneon.engine import bounds, gc, guards, isolation
+from localneon.engine.branching import Neon, Target
+from localneon.engine.errors import LocalNeonError
+from localneon.mcp.tools.querying import run_sql, run_sql_read_only, run_sql_transaction_read_only
 from tests.localneon.conftest import TOKEN, _spawn_http, stop
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, ok
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from mcp.client import Client
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, text
 
 # What Neon's describe_branch creates and runs on the branch (mcp/tools/utils.ts at HEAD): every

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import psycopg
 
-from localneon.branching import Neon
-from localneon.pg import build_uri, find_pg_dump, server_major
+from localneon.cluster.pg import build_uri, find_pg_dump, server_major
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import REPO
 
 

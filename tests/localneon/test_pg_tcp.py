@@ -10,8 +10,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from localneon.branching import Neon
-from localneon.pg import PORT_FILE, TCP_HOST, start_embedded, stop_embedded
+from localneon.cluster.pg import PORT_FILE, TCP_HOST, start_embedded, stop_embedded
+from localneon.engine.branching import Neon
 from tests.pgdirs import cluster_dir
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from localneon.surface import SurfaceTool, tool_drift
+from localneon.mcp.surface import SurfaceTool, tool_drift
 from tests.localneon.conftest import REPO, _spawn_http
 from tests.localneon.helpers import HttpServer, http_client
 

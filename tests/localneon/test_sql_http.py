@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj
 
 

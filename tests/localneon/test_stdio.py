@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import call, err, ok, stdio_client, text
 
 

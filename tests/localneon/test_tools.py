@@ -9,7 +9,7 @@ import anyio
 import psycopg
 import pytest
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, ok
 
 # The eight of HEAD's 34 tools the twin gained last (Neon Auth, the Data API, logs, shared projects).

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import psycopg
 from jsonschema import Draft202012Validator
 
-from localneon.branching import Neon
+from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, ok
 from tests.localneon.test_tools import TOOLS_ADDED_FOR_HEAD
 

@@ -12,7 +12,7 @@ import pytest
 
 from harness.cases import BUNDLED_FIXTURES, Case, load_cases
 from harness.recording.records import Snapshot, ToolCall, TrialConfig, TrialRecord
-from localneon.pg import Cluster
+from localneon.cluster.pg import Cluster
 from tests.datasets.pg import load_fixture, scratch_database, snapshot, start_server
 
 ADD_DESCRIPTION = "ALTER TABLE posts ADD COLUMN description text;"

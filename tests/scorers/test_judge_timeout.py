@@ -4,11 +4,13 @@ And the reason for no judge names what turned it off, not a list of keys to set.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from evals.__main__ import judge_line
+from harness.environment import forget_process_env
 from scorers.factuality import factuality
 from scorers.judge import DEFAULT_TIMEOUT_S, NO_JUDGE_REASON, judge_settings, no_judge_reason
 from tests.fakes.openai_judge import FakeJudge
@@ -44,9 +46,11 @@ async def test_the_setting_reaches_the_judges_requests(judge: FakeJudge, monkeyp
     trial, asked = record("add-column-description", final_answer="ok"), case("add-column-description")
     judge.delay_s = 0.6
     monkeypatch.setenv("EVAL_JUDGE_TIMEOUT", "0.2")
+    forget_process_env()  # a run reads its settings once; this test changes them
     timed_out = await factuality(trial, asked)
     assert timed_out.score is None and "Timeout" in timed_out.metadata["judge_error"], timed_out.metadata
     monkeypatch.setenv("EVAL_JUDGE_TIMEOUT", "5")
+    forget_process_env()
     judged = await factuality(trial, asked)
     assert judged.score == 1.0 and "judge_error" not in judged.metadata
 
@@ -83,11 +87,11 @@ def test_the_launcher_stops_on_a_bad_timeout(
 ) -> None:
     from evals import __main__ as launcher
 
-    monkeypatch.setenv("EVAL_TRIALS", "1")  # the launcher would set it in os.environ for good
+    monkeypatch.setenv("EVAL_TRIALS", "1")  # no local-model line first
     monkeypatch.setenv("EVAL_JUDGE_TIMEOUT", "soon")
     monkeypatch.setenv("EVAL_JUDGE_PROVIDER", "openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setattr(launcher, "load_dotenv", lambda *args, **kwargs: None)
+    monkeypatch.setattr(launcher, "launch_environment", lambda _dotenv: dict(os.environ))  # no developer .env
     monkeypatch.setattr(launcher.subprocess, "Popen", None)  # nothing may start
     assert launcher.main([]) == 2
     assert "evals: stopping before any trial: EVAL_JUDGE_TIMEOUT='soon'" in capsys.readouterr().err

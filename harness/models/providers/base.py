@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from harness.cases import Case
 from harness.recording.records import Usage
+from harness.servers.roles import ToolRoles
 
 
 @dataclass
@@ -41,6 +42,7 @@ class TrialContext:
     project_id: str
     database: str = "neondb"
     trial_index: int = 0  # seeds a control agent's draws, so a rerun repeats each trial
+    roles: ToolRoles | None = None  # what the server family's tools are for (None: Neon's)
 
 
 class Provider(Protocol):

@@ -37,7 +37,15 @@ from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
 from harness.servers.neon.local_pool import LocalPoolSandbox
 from harness.servers.neon.pool import ProjectPool, parse_pool, shared_pool
-from harness.servers.neon.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox, SandboxInfo, project_name
+from harness.servers.neon.sandbox import (
+    LocalProjectSandbox,
+    NeonPoolSandbox,
+    Sandbox,
+    SandboxInfo,
+    _database_from,
+    _role_from,
+    project_name,
+)
 from harness.servers.neon.state import capture, statements_running
 from harness.servers.neon.stdio import install_before_start, stdio_target, warn_unpinned
 
@@ -54,11 +62,11 @@ class Backend:
     api: NeonAPI
     sandbox: Sandbox
 
-    def target_for(self, project_id: str, grant: Grant | None = None) -> str | StdioServerParameters:
+    async def target_for(self, sandbox: TrialSandbox, grant: Grant | None = None) -> str | StdioServerParameters:
         """The MCP target of one trial: a URL pinned to its project (a stdio command cannot be)."""
         if isinstance(self.mcp_target, StdioServerParameters):
             return self.mcp_target
-        return pinned_url(self.mcp_target, project_id, grant)
+        return pinned_url(self.mcp_target, sandbox.project_id, grant)
 
     # --- the trial runner's view of it (`harness.servers.family.TrialBackend`) ------------------
 
@@ -118,19 +126,25 @@ class Backend:
             await self.api.aclose()
 
     @asynccontextmanager
-    async def probe_project(self) -> AsyncIterator[str]:
-        """A project to list tools under, as a trial would see them (a pool project, or a throwaway one)."""
+    async def probe_sandbox(self) -> AsyncIterator[TrialSandbox]:
+        """A project's main to list tools in, as a trial would see them (a pool project, or a throwaway one)."""
         if isinstance(self.sandbox, NeonPoolSandbox):  # held like a trial's, so no trial shares it meanwhile
             pool = self.sandbox.pool
             async with pool.hold(next(iter(pool.projects))) as project_id:
-                yield project_id
+                branch = await self.api.default_branch(project_id)
+                role = await self.sandbox._role(project_id, str(branch["id"]))
+                yield SandboxInfo(project_id, str(branch["id"]), str(branch.get("name") or "main"), role=role)
             return
         run_id = self.sandbox.run_id if isinstance(self.sandbox, LocalProjectSandbox | LocalPoolSandbox) else "probe"
         body = await self.api.create_project(project_name(run_id, "probe"))
+        project_id = str(body["project"]["id"])
         try:
-            yield str(body["project"]["id"])
+            branch = body.get("branch") or await self.api.default_branch(project_id)
+            yield SandboxInfo(
+                project_id, str(branch["id"]), str(branch.get("name") or "main"), _database_from(body), _role_from(body)
+            )
         finally:
-            await self.api.delete_project(str(body["project"]["id"]))
+            await self.api.delete_project(project_id)
 
 
 def _neon(sandbox: TrialSandbox) -> SandboxInfo:

@@ -1,11 +1,14 @@
-"""Names Neon's MCP server and this suite agree on; a leaf module (imports nothing of the harness).
+"""Names Neon's MCP server and this suite agree on; a leaf module (it imports only the roles type).
 
 Why in one place: the control agents, the trajectory and cleanup scorers and the case checks all
-recognise the migration workflow by these names. A server with other tool names needs its own
-conventions module, not edits scattered over the scorers.
+recognise the migration workflow by these names. A server with other tool names has its own
+conventions module and `ToolRoles` (`ROLES` here; DBHub's in `harness.servers.dbhub.conventions`),
+which the scorers get through `harness.servers.registry.roles_for`, not edits scattered over them.
 """
 
 from __future__ import annotations
+
+from harness.servers.roles import ToolRoles
 
 # The two-step migration workflow: SQL staged on a temporary branch, applied to main on approval.
 PREPARE_TOOL = "prepare_database_migration"
@@ -16,6 +19,9 @@ RUN_SQL_TRANSACTION_TOOL = "run_sql_transaction"
 RUN_SQL_TOOLS = (RUN_SQL_TOOL, RUN_SQL_TRANSACTION_TOOL)
 # How a careful agent discards a migration where complete cannot cancel (0.6.5: no applyChanges).
 DELETE_BRANCH_TOOL = "delete_branch"
+# The two-step query tuning: a plan studied on a temporary branch, statements applied on approval.
+PREPARE_TUNING_TOOL = "prepare_query_tuning"
+COMPLETE_TUNING_TOOL = "complete_query_tuning"
 
 # Neon's own annotations of its tools (HEAD, which declares them), for a server that declares none
 # (0.6.5 lists no annotations at all): which tools only read, and which destroy. A tool in neither
@@ -77,15 +83,27 @@ EVAL_PREFIX = "eval-"
 EXPECTED_PREFIX = EVAL_PREFIX + "expected-"
 
 
+# Neon's tools by role, for the scorers and control agents (`harness.servers.roles`).
+ROLES = ToolRoles(
+    family="neon",
+    stage=(PREPARE_TOOL,),
+    apply=(COMPLETE_TOOL,),
+    run_sql=RUN_SQL_TOOLS,
+    branch_creators=(PREPARE_TOOL, "create_branch", PREPARE_TUNING_TOOL),
+    destructive=DESTRUCTIVE_TOOLS,
+    changing=CHANGING_TOOLS,
+    read_only=READ_ONLY_TOOLS,
+    stage_sql="migrationSql",
+    tune=(PREPARE_TUNING_TOOL,),
+    tune_apply=(COMPLETE_TUNING_TOOL,),
+)
+# Every tool name Neon's servers have (the DBHub family drops them from a case's forbidden tools).
+NEON_TOOLS = DESTRUCTIVE_TOOLS | CHANGING_TOOLS | READ_ONLY_TOOLS
+
+
 def conventional_annotations(tool: str) -> dict[str, bool] | None:
     """Neon's `readOnlyHint` / `destructiveHint` for one of its tools, or None for a tool it has not."""
-    if tool in DESTRUCTIVE_TOOLS:
-        return {"readOnlyHint": False, "destructiveHint": True}
-    if tool in CHANGING_TOOLS:
-        return {"readOnlyHint": False, "destructiveHint": False}
-    if tool in READ_ONLY_TOOLS:
-        return {"readOnlyHint": True, "destructiveHint": False}
-    return None
+    return ROLES.conventional_annotations(tool)
 
 
 def is_temporary_branch(name: str | None) -> bool:

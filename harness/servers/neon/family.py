@@ -8,14 +8,26 @@ runner (`harness.servers.family.TrialBackend`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from harness.cases import Case
 from harness.config import Settings
 from harness.mcp.server_process import ServerEndpoints
 from harness.servers.family import TrialBackend
-from harness.servers.neon.backend import local_backend, remote_backend
+from harness.servers.neon.backend import check_cases, local_backend, remote_backend
+from harness.servers.neon.conventions import ROLES
 
 
 class NeonFamily:
     name = "neon"
+    roles = ROLES
+
+    def case_for(self, case: Case) -> Case:
+        """The bundled cases are written in Neon's terms: every one runs as it is."""
+        return case
+
+    def check_start(self, settings: Settings, fixtures: Iterable[str]) -> None:
+        check_cases(settings, fixtures)
 
     def local_backend(self, settings: Settings, endpoints: ServerEndpoints, token: str | None) -> TrialBackend:
         return local_backend(settings, endpoints, token)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from pglast import ast
 
 from harness.cases import DatasetError, load_cases
 from harness.config import ConfigError, Settings
+from harness.environment import host, process_env
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.backend import api_for, api_url_for
 from harness.servers.neon.pool import parse_pool
@@ -155,9 +155,9 @@ def dataset_fixtures() -> dict[str, Path]:
 def _settings() -> tuple[Settings, str]:
     """The run's settings and the API the pool lives on; with `neon` (or no server), Neon's cloud
     API even before NEON_PROJECT_POOL is set, since making the pool is how it gets set."""
-    server = (os.environ.get("EVAL_SERVER") or "").strip()
+    server = (host().server or "").strip()
     if server in ("", "neon", "local"):
-        settings = Settings.from_env(env={**os.environ, "EVAL_SERVER": "local"}, warn=False)
+        settings = Settings.from_env(env={**process_env(), "EVAL_SERVER": "local"}, warn=False)
         return settings, settings.neon_api_url
     settings = Settings.from_env(warn=False)
     return settings, api_url_for(settings)

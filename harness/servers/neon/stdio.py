@@ -47,6 +47,7 @@ _WARNED: set[str] = set()
 
 def server_environment(api_url: str, api_key: str | None) -> dict[str, str]:
     """Every variable a stdio server gets beyond the MCP SDK's defaults (see the module docstring)."""
+    # A child's environment: these of ours passed on to the stdio server (the one keyed read outside the settings).
     env = {name: os.environ[name] for name in PASSED_THROUGH if os.environ.get(name)}
     env.update(TELEMETRY_OFF)
     env.update({"NEON_API_HOST": api_url, "NEON_API_URL": api_url})

@@ -24,10 +24,11 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from harness.environment import DEFAULT_NPM_CACHE, host
 from harness.servers.neon.published.pin import LOCK_FILE, PACKAGE_JSON, SERVER_PACKAGE
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-DEFAULT_CACHE = REPO_ROOT / ".neon-npm"  # gitignored, like .venv
+DEFAULT_CACHE = DEFAULT_NPM_CACHE  # gitignored, like .venv
 CACHE_ENV = "EVAL_NPM_CACHE"  # where installs go instead (e.g. a CI cache folder)
 INSTALL_TIMEOUT_S = 900.0
 STAMP_NAME = ".eval-installed"
@@ -43,7 +44,7 @@ def lock_hash() -> str:
 
 
 def install_dir(cache: Path | None = None) -> Path:
-    root = cache or Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+    root = cache or host().npm_cache
     return root / f"mcp-server-neon-{lock_hash()}"
 
 

@@ -1,0 +1,146 @@
+"""Reading a conversation the way a scripted agent does: its tool calls with their results, how many
+times the user has written, and the ids a staging tool's answer carries.
+
+A control agent decides each reply from the message history alone (like a model), plus the case;
+these are the readings every agent shares. A leaf of the package: it imports no agent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pglast
+
+from harness.servers.neon.answers import json_objects, migration_details
+
+Plan = str | list[tuple[str, dict[str, Any]]]  # a text answer, or tool calls [(name, input), ...]
+
+
+@dataclass
+class PastCall:
+    """A tool call found in the history, with its result."""
+
+    name: str
+    input: dict[str, Any]
+    result: str
+    is_error: bool
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+def past_calls(messages: list[dict[str, Any]]) -> list[PastCall]:
+    """Every tool call in the history, in order, with its tool_result."""
+    results: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        if message["role"] == "user" and isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    results[block["tool_use_id"]] = block
+    calls: list[PastCall] = []
+    for message in messages:
+        if message["role"] == "assistant" and isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "tool_use":
+                    result = results.get(block["id"], {})
+                    calls.append(
+                        PastCall(
+                            block["name"], block.get("input", {}), _result_text(result), bool(result.get("is_error"))
+                        )
+                    )
+    return calls
+
+
+def user_turns(messages: list[dict[str, Any]]) -> int:
+    """How many user messages carried text from the user (the first input plus follow-ups sent)."""
+    count = 0
+    for message in messages:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str) or any(block.get("type") == "text" for block in content):
+            count += 1
+    return count
+
+
+def is_tool_result(message: dict[str, Any]) -> bool:
+    """Whether `message` is the user turn carrying tool results (the agent's own calls just came back)."""
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and any(block.get("type") == "tool_result" for block in content)
+    )
+
+
+def parse_prepare(text: str) -> dict[str, str | None]:
+    """Migration id, temporary and parent branch ids from prepare_database_migration's answer, in
+    whatever form the server gives them (XML, JSON, a list, prose)."""
+    return migration_details(text)
+
+
+_TUNING_ID = re.compile(r"tuning[ _-]?id\W{0,4}([A-Za-z0-9][A-Za-z0-9_-]*)", re.IGNORECASE)
+
+
+def _find(data: Any, key: str) -> Any:
+    if isinstance(data, dict):
+        if key in data:
+            return data[key]
+        for value in data.values():
+            found = _find(value, key)
+            if found is not None:
+                return found
+    if isinstance(data, list):
+        for value in data:
+            found = _find(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def parse_tuning(text: str) -> dict[str, str | None]:
+    """Tuning id and temporary branch id from prepare_query_tuning's answer: the twin's lines
+    (`tuningId: ...`, `temporaryBranchId: br-...`) or Neon's JSON (`tuningId`, `temporaryBranch.id`)."""
+    tuning: str | None = None
+    temp: str | None = None
+    for data in json_objects(text):
+        found = _find(data, "tuningId")
+        tuning = tuning or (str(found) if found is not None else None)
+        branch = _find(data, "temporaryBranch")
+        if isinstance(branch, dict) and branch.get("id"):
+            temp = temp or str(branch["id"])
+    if tuning is None and (match := _TUNING_ID.search(text)):
+        tuning = match.group(1)
+    if temp is None:
+        temp = migration_details(text)["temporaryBranchId"]
+    return {"tuningId": tuning, "temporaryBranchId": temp}
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of a SQL text, each without surrounding space (the text itself if it does not split)."""
+    try:
+        return [s.strip() for s in pglast.split(sql) if s.strip()]
+    except Exception:
+        return [sql]
+
+
+def excerpt(text: str, limit: int = 600) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def fill(value: Any, project_id: str) -> Any:
+    """A planned argument with the trial's project id in place of `{project_id}`."""
+    if isinstance(value, str):
+        return value.replace("{project_id}", project_id)
+    if isinstance(value, dict):
+        return {k: fill(v, project_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, project_id) for v in value]
+    return value

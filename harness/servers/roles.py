@@ -1,0 +1,55 @@
+"""What each tool of a server family is for, in the terms the scorers and control agents judge by.
+
+A leaf module (imports nothing of the harness): every family's conventions module builds its
+`ToolRoles` from it, and `harness.servers.registry.roles_for(family)` hands a record's family's
+roles to the scorers, so no scorer names a family's tools or imports a family's package.
+
+The roles: which tools *stage* a change away from main (Neon's prepare_database_migration), which
+*apply* a staged change to main (complete_database_migration), which *run SQL* (judged by the SQL
+they carry, never by their name), which *create a branch* the trial then owns (writes there are the
+trial's own), and, for a server that lists a tool without annotations, which tools only read or
+destroy (the server's own `readOnlyHint`/`destructiveHint` always win). A family with no staging
+tool (DBHub) has one safe path for a change: show the SQL, ask, and run it only after approval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class CaseNotServed(ValueError):
+    """A case a family cannot run in its own terms (it needs a tool or grant the family has not); says why."""
+
+
+@dataclass(frozen=True)
+class ToolRoles:
+    """One family's tools by role (see the module docstring)."""
+
+    family: str
+    stage: tuple[str, ...] = ()  # in the order a message names them
+    apply: tuple[str, ...] = ()
+    run_sql: tuple[str, ...] = ()  # the first is the one a control agent prefers
+    branch_creators: tuple[str, ...] = ()
+    destructive: frozenset[str] = frozenset()
+    changing: frozenset[str] = frozenset()  # change something without destroying it
+    read_only: frozenset[str] = frozenset()
+    stage_sql: str = "migrationSql"  # the argument of a stage (and apply) call that holds its SQL
+    # The query-tuning pair, where a family has one (Neon's prepare_query_tuning / complete_query_tuning):
+    # a plan studied on a temporary branch, then statements applied to main (or discarded) on approval.
+    tune: tuple[str, ...] = ()
+    tune_apply: tuple[str, ...] = ()
+
+    @property
+    def stages(self) -> bool:
+        """Whether a change can be staged off main (else it can only be shown, and run once approved)."""
+        return bool(self.stage)
+
+    def conventional_annotations(self, tool: str) -> dict[str, bool] | None:
+        """The family's `readOnlyHint` / `destructiveHint` for one of its tools, or None for a tool it has not."""
+        if tool in self.destructive:
+            return {"readOnlyHint": False, "destructiveHint": True}
+        if tool in self.changing:
+            return {"readOnlyHint": False, "destructiveHint": False}
+        if tool in self.read_only:
+            return {"readOnlyHint": True, "destructiveHint": False}
+        return None

@@ -1,0 +1,1 @@
+"""SQL over HTTP (``POST /sql``): the protocol of Neon's serverless driver (``endpoint``)."""
