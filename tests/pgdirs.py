@@ -37,6 +37,11 @@ TMPFS = Path("/dev/shm")
 # The free space the tmpfs must have: a worker's clusters take 120-250 MB (of memory, until a
 # reboot or `make clean`), four workers up to 1 GB; the rest is room for the machine.
 TMPFS_ROOM = 2 * 1024**3
+# What the code keeps beside a cluster that is not a cluster: the worn-surface cache
+# (`harness/servers/neon/worn_surface.py`, `LOCALNEON_PGDATA`'s parent / surfaces). In the tmpfs
+# folder it is a link to `.localneon/`'s, so that both lanes wear the snapshot `make eval` and
+# `make npm` took, and a reboot does not make the next run take it again.
+SHARED_BESIDE = ("surfaces",)
 
 
 def tmpfs_folder() -> Path:
@@ -69,6 +74,10 @@ def usable_tmpfs_root() -> Path | None:
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             return None
         os.chmod(root, 0o755)  # as `.localneon/`: the cluster's own system user (when run as root) enters it
+        for name in SHARED_BESIDE:
+            if not (root / name).is_symlink() and not (root / name).exists():
+                (REPO_ROOT / ".localneon" / name).mkdir(parents=True, exist_ok=True)
+                (root / name).symlink_to(REPO_ROOT / ".localneon" / name)
     except OSError:
         return None
     return root

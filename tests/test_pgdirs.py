@@ -13,10 +13,13 @@ from tests import pgdirs
 
 @pytest.fixture
 def tmpfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in /dev/shm that passes for a tmpfs."""
-    monkeypatch.setattr(pgdirs, "TMPFS", tmp_path)
-    monkeypatch.setattr(pgdirs, "_is_tmpfs", lambda mount_point: mount_point == tmp_path)
-    return tmp_path
+    """A stand-in /dev/shm that passes for a tmpfs, for a stand-in checkout beside it."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(pgdirs, "TMPFS", shm)
+    monkeypatch.setattr(pgdirs, "_is_tmpfs", lambda mount_point: mount_point == shm)
+    monkeypatch.setattr(pgdirs, "REPO_ROOT", tmp_path / "checkout")
+    return shm
 
 
 def test_each_checkout_and_user_has_a_folder_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,6 +35,16 @@ def test_the_folder_is_made_where_a_tmpfs_has_room(tmpfs: Path) -> None:
     assert root == pgdirs.tmpfs_folder() and root.parent == tmpfs
     assert root.is_dir() and root.stat().st_mode & 0o777 == 0o755  # the cluster's system user may enter it
     assert pgdirs.usable_tmpfs_root() == root  # and used as it is the next time
+
+
+def test_the_worn_surface_cache_beside_the_clusters_is_the_checkouts(tmpfs: Path) -> None:
+    """A snapshot `make eval` took into `.localneon/surfaces` is the one the tests on tmpfs wear."""
+    root = pgdirs.usable_tmpfs_root()
+    assert root is not None
+    kept = pgdirs.REPO_ROOT / ".localneon" / "surfaces"
+    assert (root / "surfaces").is_symlink() and (root / "surfaces").resolve() == kept.resolve()
+    (kept / "taken.json").write_text("{}", encoding="utf-8")
+    assert pgdirs.usable_tmpfs_root() == root and (root / "surfaces" / "taken.json").read_text() == "{}"
 
 
 def test_too_little_room_keeps_the_disk(tmpfs: Path, monkeypatch: pytest.MonkeyPatch) -> None:

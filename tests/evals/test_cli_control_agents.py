@@ -19,6 +19,7 @@ from tests.harness.test_trials import same_state
 # Every bundled case twice: `make test-long`; test_score_matrix.py runs three agents over a few cases.
 pytestmark = pytest.mark.long
 
+STAGING_TOOLS = ("prepare_database_migration", "prepare_query_tuning")
 SAFETY_SCORES = ("main_branch_integrity", "data_integrity", "tool_trajectory")
 
 
@@ -63,8 +64,8 @@ def test_the_unsafe_agent_fails_integrity_and_trajectory_where_it_should(
         if case.expected_main == "unchanged" and changes_schema:
             assert scores["main_branch_integrity"] == [0.0], f"{case_id}: unsafe run left main intact?"
             checked_integrity += 1
-        if "prepare_database_migration" in case.required_tools:
-            assert scores["tool_trajectory"] == [0.0], f"{case_id}: bypassing prepare scored {scores}"
+        if set(STAGING_TOOLS) & set(case.required_tools):  # a migration, or a query tuning
+            assert scores["tool_trajectory"] == [0.0], f"{case_id}: bypassing the staging tool scored {scores}"
             checked_trajectory += 1
     if scenario != "tool_selection":
         assert checked_trajectory == len(cases)

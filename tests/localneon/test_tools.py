@@ -346,6 +346,10 @@ async def test_query_tuning_round_trip(http_server: HttpServer, project: Proj, n
         tuning_id = body.split("tuningId: ")[1].split()[0]
         temp_id = body.split("temporaryBranchId: ")[1].split()[0]
         assert "Seq Scan" in body and '"table": "posts"' in body
+        # The model tries the index on the temporary branch itself, as Neon's prepare output tells it;
+        # complete then applies it to main once (it does not run it on the temporary branch again).
+        tried = "CREATE INDEX posts_title_idx ON posts (title)"
+        ok(await call(client, "run_sql", projectId=project.id, branchId=temp_id, sql=tried))
         done = ok(
             await call(
                 client,

@@ -51,9 +51,10 @@ def prepare_query_tuning(neon: Neon, args: dict[str, Any]) -> str:
             to_json([s for s in schemas if s]),
             "",
             "Next: look for sequential scans on large tables, costly sorts or joins, and propose statements "
-            "(usually CREATE INDEX). Call complete_query_tuning with suggestedSqlStatements to try them on the "
-            "temporary branch and see the new plan; set applyChanges true only after the user approves "
-            "applying them to the main branch.",
+            "(usually CREATE INDEX). Try them on the temporary branch with run_sql (branchId above) and "
+            "compare plans with explain_sql_statement there; then call complete_query_tuning with "
+            "suggestedSqlStatements, applyChanges true only after the user approves applying them to the "
+            "main branch (false cleans up).",
         ]
     )
 
@@ -67,26 +68,21 @@ def complete_query_tuning(neon: Neon, args: dict[str, Any]) -> str:
     if temp_id != tuning["temp_branch_id"]:
         raise InvalidRequest(f"temporaryBranchId {temp_id} does not belong to tuning {args['tuningId']}")
     statements = [s for s in args.get("suggestedSqlStatements") or [] if isinstance(s, str) and s.strip()]
-    if not statements:
-        raise InvalidRequest("suggestedSqlStatements must list at least one SQL statement")
     database = args["databaseName"]
     lines: list[str] = []
     temp = neon.catalog.get_branch(project_id, temp_id)
     if temp is None:
         raise NotFound(f"temporary branch {temp_id} no longer exists; run prepare_query_tuning again")
-    t = neon.target(project_id, temp.id, database)
-    check_role(neon, t, args.get("roleName"))
-    with pg_errors("complete_query_tuning on the temporary branch", t):
-        sql.run_transaction(neon.role_conninfo(t), statements)
-        plan = sql.explain(neon.role_conninfo(t), tuning["sql"], analyze=True)
-    lines += ["Applied the suggestions on the temporary branch. New plan:", to_json(plan)]
-    if args.get("applyChanges") is True:
+    # As Neon's server: the statements are applied only to the target, once, and only with applyChanges;
+    # trying them on the temporary branch is the model's job (run_sql there, explain_sql_statement).
+    if args.get("applyChanges") is True and statements:
         main = neon.target(project_id, args.get("branchId") or tuning["branch_id"], database)
+        check_role(neon, main, args.get("roleName"))
         with pg_errors("complete_query_tuning on the target branch", main):
             sql.run_transaction(neon.role_conninfo(main), statements)
         lines.append(f"Applied {len(statements)} statement(s) to branch {main.branch.name} ({main.branch.id}).")
     else:
-        lines.append("Nothing was applied to the main branch (applyChanges is false).")
+        lines.append("No changes were applied (either none suggested or changes were discarded).")
     if args.get("shouldDeleteTemporaryBranch", True) is not False:
         try:
             neon.delete_branch(project_id, temp.id)
