@@ -88,6 +88,7 @@ def test_the_launcher_stops_on_a_bad_timeout(
     from evals import __main__ as launcher
 
     monkeypatch.setenv("EVAL_TRIALS", "1")  # no local-model line first
+    monkeypatch.setenv("EVAL_SURFACE", "own")  # no surface to take first (a fresh clone has none cached)
     monkeypatch.setenv("EVAL_JUDGE_TIMEOUT", "soon")
     monkeypatch.setenv("EVAL_JUDGE_PROVIDER", "openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
