@@ -8,6 +8,7 @@ plus the case. Only `_plan_turn` differs between agents.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from harness.cases import Case
@@ -57,7 +58,7 @@ def verify_sql(case: Case) -> str:
     )
 
 
-class ScriptedAgent:
+class ScriptedAgent(ABC):
     """The machinery of a control agent; a subclass says what it does in `_plan_turn`."""
 
     def __init__(self, name: str, context: TrialContext | None = None) -> None:
@@ -84,9 +85,9 @@ class ScriptedAgent:
             raise RuntimeError("a control agent must be bound to a trial with for_trial() before use")
         return self._turn(fit_to_schemas(self._plan_turn(past_calls(messages), messages, tools), tools), messages)
 
+    @abstractmethod
     def _plan_turn(self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Plan:
         """The next step of this agent's plan: a text answer (str) or tool calls [(name, input), ...]."""
-        raise NotImplementedError
 
     @property
     def roles(self) -> ToolRoles:

