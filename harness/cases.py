@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.environment import DEFAULT_DATASET, host
-from harness.servers.neon.conventions import PREPARE_TOOL
+from harness.servers.neon.conventions import DEFAULT_DATABASE, PREPARE_TOOL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATASET = DEFAULT_DATASET  # EVAL_DATASET's default: datasets/cases/
@@ -127,6 +127,9 @@ class Case(BaseModel):
     tags: list[str] = Field(default_factory=list)
     trial_count: int | None = Field(default=None, ge=1)
     grant: Grant | None = None
+    # The database the request is about, on a fixture with more than one (a folder fixture); the
+    # reference SQL applies there. None: the project's default database.
+    database: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,62}$")
 
     # Set by the loader: where the fixture's SQL is.
     fixture_path: Path | None = None
@@ -173,6 +176,11 @@ class Case(BaseModel):
         if mismatch:
             raise ValueError(mismatch)
         return self
+
+    @property
+    def target_database(self) -> str:
+        """Where the request's change (and the reference SQL) goes: `database`, else the default."""
+        return self.database or DEFAULT_DATABASE
 
     @property
     def is_migration(self) -> bool:
@@ -248,17 +256,75 @@ def fixture_folders(case_file: Path) -> list[Path]:
 
 
 def _resolve_fixture(name: str, case_file: Path) -> Path:
+    """The fixture's SQL file `<name>.sql`, or its folder `<name>/` (one `<database>.sql` per database)."""
     folders = fixture_folders(case_file)
     for folder in folders:
         candidate = folder / f"{name}.sql"
         if candidate.is_file():
             _check_utf8(candidate)
             return candidate
+        if (folder / name).is_dir():
+            for _, script in _folder_scripts(folder / name):
+                _check_utf8(script)
+            return folder / name
     searched = ", then ".join(str(folder) for folder in folders)
     raise ValueError(
-        f"fixture '{name}' not found: looked for {name}.sql in {searched} (fixtures/ beside the case file, "
-        "../fixtures/ from it, then the bundled fixtures; first match wins)"
+        f"fixture '{name}' not found: looked for {name}.sql or {name}/ in {searched} (fixtures/ beside the "
+        "case file, ../fixtures/ from it, then the bundled fixtures; first match wins)"
     )
+
+
+_DATABASE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+def _folder_scripts(folder: Path) -> list[tuple[str, Path]]:
+    """A fixture folder's (database, script) pairs, the default database first; refuses a folder
+    without `neondb.sql`, a file that is no database name, or anything but `.sql` files."""
+    scripts: list[tuple[str, Path]] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if not entry.is_file() or entry.suffix != ".sql":
+            raise ValueError(f"fixture folder {folder} holds {entry.name}: only <database>.sql files belong there")
+        if not _DATABASE_NAME.match(entry.stem):
+            raise ValueError(
+                f"fixture {entry}: '{entry.stem}' is not a database name (lowercase letters, digits, _; a letter first)"
+            )
+        scripts.append((entry.stem, entry))
+    if not any(database == DEFAULT_DATABASE for database, _ in scripts):
+        raise ValueError(f"fixture folder {folder} has no {DEFAULT_DATABASE}.sql (the project's default database)")
+    return sorted(scripts, key=lambda pair: (pair[0] != DEFAULT_DATABASE, pair[0]))
+
+
+def scripts_at(fixture: Path) -> list[tuple[str, Path]]:
+    """(database, SQL file) for each database a fixture (a file or a folder) loads, the default first."""
+    return _folder_scripts(fixture) if fixture.is_dir() else [(DEFAULT_DATABASE, fixture)]
+
+
+def fixture_scripts(case: Case) -> list[tuple[str, Path]]:
+    """`scripts_at` the case's fixture."""
+    if case.fixture_path is None:
+        raise ValueError(f"case {case.id}: no fixture_path (load cases with harness.cases.load_cases)")
+    return scripts_at(case.fixture_path)
+
+
+LOADING_NOTE = "while loading the fixture into database "
+
+
+def note_loading(error: BaseException, database: str) -> None:
+    """Mark an error raised by a fixture script with its database (`loading_database` reads it back)."""
+    error.add_note(f"{LOADING_NOTE}{database}")
+
+
+def loading_database(error: BaseException) -> str | None:
+    """The database whose fixture script raised `error`, when a loader noted it."""
+    notes = getattr(error, "__notes__", None) or []
+    return next((note[len(LOADING_NOTE) :] for note in notes if note.startswith(LOADING_NOTE)), None)
+
+
+def fixture_databases(case: Case) -> tuple[str, ...]:
+    """The databases the case's main holds, the default first: what the harness captures and compares."""
+    return tuple(database for database, _ in fixture_scripts(case))
 
 
 # The models a nested field's keys are checked against, by the field's name in a case.
@@ -326,6 +392,12 @@ def validate_case(raw: object, where: str, case_file: Path) -> Case:
         if case.reference_sql:
             _check_sql_parses(case.reference_sql)
         fixture_path = _resolve_fixture(case.fixture, case_file)
+        located = case.model_copy(update={"fixture_path": fixture_path})
+        if case.database is not None and case.database not in fixture_databases(located):
+            raise ValueError(
+                f"database '{case.database}' is not one of fixture '{case.fixture}''s databases "
+                f"({', '.join(fixture_databases(located))}): a folder fixture loads one <database>.sql each"
+            )
     except ValidationError as error:
         problems = "; ".join(_problem(issue) for issue in error.errors())
         raise DatasetError(f"{where}: {problems}") from error
@@ -370,6 +442,9 @@ def dataset_hash(cases: Iterable[Case]) -> str:
         digest.update(f"case {case.id} {case.content_hash()}\n".encode())
         fixtures[case.fixture] = case.fixture_path
     for name, path in sorted(fixtures.items()):
-        content = path.read_bytes() if path is not None and path.is_file() else b""
-        digest.update(f"fixture {name} {hashlib.sha256(content).hexdigest()}\n".encode())
+        scripts = sorted(path.glob("*.sql")) if path is not None and path.is_dir() else [path]
+        for script in scripts:
+            content = script.read_bytes() if script is not None and script.is_file() else b""
+            part = name if script is None or script == path else f"{name}/{script.name}"
+            digest.update(f"fixture {part} {hashlib.sha256(content).hexdigest()}\n".encode())
     return digest.hexdigest()[:16]

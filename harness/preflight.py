@@ -18,7 +18,7 @@ from collections import defaultdict
 import pglast.parser
 import psycopg
 
-from harness.cases import Case, DatasetError
+from harness.cases import Case, DatasetError, loading_database, scripts_at
 from harness.config import Settings
 from harness.run.shared import shared_local_server
 from harness.run.trial import TrialRunner, describe_error
@@ -49,8 +49,10 @@ async def reference_sql_problems(settings: Settings, cases: list[Case]) -> list[
             try:
                 async with backend.open_sandbox(group[0], label) as info:
                     loaded = True
-                    uri = await backend.connection_uri(info)
-                    problems += await _check_group(settings, uri, group)
+                    for database in sorted({case.target_database for case in group}):
+                        uri = await backend.connection_uri(info, database)
+                        on_it = [case for case in group if case.target_database == database]
+                        problems += await _check_group(settings, uri, on_it)
             except psycopg.errors.DatabaseError as error:
                 if loaded or error.sqlstate is None:
                     raise  # the connection failed, not the fixture
@@ -81,9 +83,13 @@ async def _check_group(settings: Settings, uri: str, group: list[Case]) -> list[
 
 
 def fixture_problem(case: Case, error: psycopg.errors.DatabaseError) -> str:
-    """Which fixture failed to load, at which statement, and PostgreSQL's words."""
+    """Which fixture failed to load (a folder fixture's file: the database `load_fixture` noted on the
+    error), at which statement, and PostgreSQL's words."""
     path = case.fixture_path
-    script = path.read_text(encoding="utf-8") if path is not None else ""
+    failed_in = loading_database(error)
+    if path is not None and failed_in is not None:
+        path = dict(scripts_at(path)).get(failed_in, path)
+    script = path.read_text(encoding="utf-8") if path is not None and path.is_file() else ""
     where = ""
     position = error.diag.statement_position
     if position and position.isdigit():

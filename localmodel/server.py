@@ -18,7 +18,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +32,20 @@ FOREIGN_PREFIXES = ("LLAMA_ARG_", "LLAMA_CACHE", "HF_", "HUGGING_FACE")
 
 class ServerError(RuntimeError):
     """llama-server did not come up; the message has the end of its log."""
+
+
+class ServerCrashed(ServerError):
+    """llama-server was killed by a signal before it was ready (`LocalServer` tries it again)."""
+
+    def __init__(self, signal_number: int, message: str) -> None:
+        super().__init__(message)
+        self.signal = signal_number
+
+    def first_line(self) -> str:
+        return str(self).splitlines()[0].rstrip(":")
+
+
+CRASH_RETRIES = 2
 
 
 @dataclass(frozen=True)
@@ -105,12 +119,23 @@ def get_text(url: str, timeout: float = 5.0) -> str:
 class LocalServer:
     """`with LocalServer(options, log) as server:` a running, healthy llama-server; stopped on exit."""
 
-    def __init__(self, options: ServerOptions, log: Path, ready_timeout: float = 120.0, grace: float = 10.0) -> None:
+    def __init__(
+        self,
+        options: ServerOptions,
+        log: Path,
+        ready_timeout: float = 120.0,
+        grace: float = 10.0,
+        crash_retries: int = CRASH_RETRIES,
+        say: Callable[[str], None] = print,
+    ) -> None:
         self.options = options
         self.log = log
         self.ready_timeout = ready_timeout
         self.grace = grace
+        self.crash_retries = crash_retries
+        self.say = say
         self.process: subprocess.Popen[bytes] | None = None
+        self.crashes: list[int] = []  # the signals that killed earlier starts of this server
 
     @property
     def url(self) -> str:
@@ -126,8 +151,30 @@ class LocalServer:
         self.stop()
 
     def start(self) -> None:
+        """Start the server and wait until it is healthy.
+
+        A start that a signal kills before it is ready (CI once saw SIGSEGV right after the model
+        loaded, on a busy 2-core machine; the same pin starts cleanly here) is tried again, up to
+        `crash_retries` times, each crash said and kept in the log. An exit with a status, or a
+        server that never gets ready, is no crash: it fails at once."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("wb") as out:
+        self.log.write_bytes(b"")
+        while True:
+            try:
+                self._start_once()
+                return
+            except ServerCrashed as crash:
+                self.crashes.append(crash.signal)
+                if len(self.crashes) > self.crash_retries:
+                    raise
+                self.say(
+                    f"localmodel: {crash.first_line()}; starting it again ({len(self.crashes)} of {self.crash_retries})"
+                )
+
+    def _start_once(self) -> None:
+        with self.log.open("ab") as out:
+            if self.crashes:
+                out.write(f"\n--- localmodel: start {len(self.crashes) + 1} after a crash ---\n".encode())
             self.process = subprocess.Popen(
                 self.options.arguments(),
                 stdin=subprocess.DEVNULL,
@@ -146,8 +193,10 @@ class LocalServer:
         assert self.process is not None
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ServerError(f"llama-server exited with {self.process.returncode}:\n{self.log_tail()}")
+            code = self.process.poll()
+            if code is not None:
+                message = f"llama-server exited with {code}:\n{self.log_tail()}"
+                raise ServerCrashed(-code, message) if code < 0 else ServerError(message)
             try:
                 if get_json(f"{self.url}/health", timeout=2.0).get("status") == "ok":
                     return

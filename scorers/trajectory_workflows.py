@@ -17,6 +17,10 @@ role (`roles_of`), never a name written here.
   staging or tuning tool of this trial made (cleaning up what was declined).
 - Carried to the right branch: a complete of a migration that names `parentBranchId` must name the
   parent its prepare's answer gave (the branch the change was staged from is the one it lands on).
+- The named database: on a project with more than one database, a case that names the one its
+  request is about (`database`) wants every staging, applying and tuning call, and every SQL call
+  (a read there answers about the wrong data), in that database (the family's `database_argument`;
+  left out, the family's default database). Looking around another database is no failure.
 """
 
 from __future__ import annotations
@@ -158,4 +162,20 @@ def migration_branch_checks(record: TrialRecord) -> list[str]:
         match = next((p for p in reversed(prepared) if any(_mentions(p.result_text, key) for key in keys)), None)
         if match is not None and parent and not _mentions(match.result_text, parent):
             failures.append(f"{call.name} names parent branch {parent}, not the one its migration was staged from")
+    return failures
+
+
+def database_checks(record: TrialRecord, case: Case) -> list[str]:
+    """See the module docstring: every change-making call works in the case's named database."""
+    roles = roles_of(record)
+    if case.database is None or not roles.database_argument:
+        return []
+    changers = {*roles.stage, *roles.apply, *roles.tune, *roles.tune_apply}
+    failures: list[str] = []
+    for call in record.tool_calls:
+        if call.name not in changers and call.name not in roles.run_sql:
+            continue
+        named = str(arguments_of(call).get(roles.database_argument) or roles.default_database)
+        if named != case.database:
+            failures.append(f"{call.name} worked in database {named}, but the request is about {case.database}")
     return failures

@@ -34,6 +34,8 @@ OPERATIONS = (
     ("/projects/{project_id}/branches/{branch_id}/schema", "get"),
     ("/projects/{project_id}/branches/{branch_id}/compare_schema", "get"),
     ("/projects/{project_id}/branches/{branch_id}/databases", "get"),
+    ("/projects/{project_id}/branches/{branch_id}/databases", "post"),
+    ("/projects/{project_id}/branches/{branch_id}/databases/{database_name}", "delete"),
     ("/projects/{project_id}/branches/{branch_id}/roles", "get"),
     ("/projects/{project_id}/branches/{branch_id}/endpoints", "get"),
     ("/projects/{project_id}/endpoints", "get"),

@@ -331,7 +331,9 @@ class TrialRunner:
                 record.tool_annotations = {tool.name: dict(tool.annotations or {}) for tool in server_tools}
                 timings["connect"] = _lap(clock)
                 view = self._view(server_tools, case, trial_index, record)
-                context = TrialContext(case, info.project_id, info.database, trial_index, self.family.roles)
+                context = TrialContext(
+                    case, info.project_id, case.database or info.database, trial_index, self.family.roles
+                )
                 provider = self.provider.for_trial(context)
                 loop = LoopSettings(
                     system=settings.system_prompt,

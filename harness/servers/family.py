@@ -61,8 +61,9 @@ class TrialBackend(Protocol):
         """A sandbox to list tools in as a trial would see them (held or made, then let go)."""
         ...
 
-    async def connection_uri(self, sandbox: TrialSandbox) -> str:
-        """A PostgreSQL connection to the sandbox's main (the harness's checks run SQL there)."""
+    async def connection_uri(self, sandbox: TrialSandbox, database: str | None = None) -> str:
+        """A PostgreSQL connection to the sandbox's main (the harness's checks run SQL there): its
+        default database, or `database` of a fixture that loads more than one."""
         ...
 
     async def target_for(self, sandbox: TrialSandbox, grant: Grant | None = None) -> MCPTarget:

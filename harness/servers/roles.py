@@ -38,6 +38,10 @@ class ToolRoles:
     # a plan studied on a temporary branch, then statements applied to main (or discarded) on approval.
     tune: tuple[str, ...] = ()
     tune_apply: tuple[str, ...] = ()
+    # Where a family's tools name the database they work in (Neon's `databaseName`), and the one they
+    # use when it is not named; "" for a server that reaches one database only (DBHub).
+    database_argument: str = ""
+    default_database: str = ""
 
     @property
     def stages(self) -> bool:

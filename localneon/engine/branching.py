@@ -367,6 +367,51 @@ class Neon:
             ]
         return branch, ops
 
+    # Databases
+    def create_database(
+        self, project_id: str, branch_ref: str, name: str, owner: str
+    ) -> tuple[Database, list[Operation]]:
+        """A new, empty database on one branch, owned by the project's role (its children do not get it:
+        on Neon a branch's databases are copied only when a child is made)."""
+        _check_name("database name", name)
+        with (
+            psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin,
+            creating(admin, project_id),
+        ):
+            project = self.project(project_id)
+            branch = self.branch(project_id, branch_ref)
+            if not role_matches(project, owner):
+                raise NotFound(f"role {owner!r} not found on branch {branch.id} (its role: {project.role_name})")
+            if any(db.name == name for db in self.catalog.databases(branch.id)):
+                raise Conflict(f"database {name!r} already exists on branch {branch.id}")
+            pg_name = _physical_name(name)
+            admin.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(pg_name), sql.Identifier(project.role_name)
+                )
+            )
+            try:
+                admin.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(sql.Identifier(pg_name)))
+                isolation.seal_database(self.cluster.conninfo(pg_name))
+                with self.catalog.connect() as conn:
+                    self.catalog.insert_database(conn, branch.id, name, pg_name, project.role_name)
+                    ops = [self.catalog.record_operation(project_id, "apply_config", branch_id=branch.id, conn=conn)]
+            except BaseException:
+                guards.drop_database(admin, pg_name)
+                raise
+        return self.database(branch, name), ops
+
+    def delete_database(self, project_id: str, branch_ref: str, name: str) -> tuple[Database, list[Operation]]:
+        """Drop one database of a branch (its sessions ended first), and forget it."""
+        branch = self.branch(project_id, branch_ref)
+        database = self.database(branch, name)
+        with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
+            guards.drop_database(admin, database.pg_name)
+        with self.catalog.connect() as conn:
+            conn.execute("DELETE FROM databases WHERE id = %s", (database.id,))
+            ops = [self.catalog.record_operation(project_id, "apply_config", branch_id=branch.id, conn=conn)]
+        return database, ops
+
     def restore_branch(
         self, project_id: str, branch_ref: str, source_ref: str, preserve_under_name: str | None = None
     ) -> tuple[Branch, list[Operation]]:

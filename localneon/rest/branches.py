@@ -131,6 +131,23 @@ def branch_database(call: Call) -> Response:
     return JSONResponse({"database": database_json(database)})
 
 
+def create_database(call: Call) -> Response:
+    spec = call.body().get("database")
+    if not isinstance(spec, dict) or not spec.get("name") or not spec.get("owner_name"):
+        raise InvalidRequest("body must be {'database': {'name': ..., 'owner_name': ...}}")
+    branch = call.branch()
+    database, ops = call.neon.create_database(branch.project_id, branch.id, str(spec["name"]), str(spec["owner_name"]))
+    return JSONResponse(
+        {"database": database_json(database), "operations": [operation_json(o) for o in ops]}, status_code=201
+    )
+
+
+def delete_database(call: Call) -> Response:
+    branch = call.branch()
+    database, ops = call.neon.delete_database(branch.project_id, branch.id, call.path("database_name"))
+    return JSONResponse({"database": database_json(database), "operations": [operation_json(o) for o in ops]})
+
+
 def branch_roles(call: Call) -> Response:
     branch = call.branch()
     return JSONResponse({"roles": [role_json(call.neon.project(branch.project_id), branch.id)]})

@@ -79,7 +79,9 @@ ROUTES: tuple[RestRoute, ...] = (
     _get(B + "/schema", branches.branch_schema),
     _get(B + "/compare_schema", branches.compare_schema),
     _get(B + "/databases", branches.branch_databases),
+    _post(B + "/databases", branches.create_database),
     _get(B + "/databases/{database_name}", branches.branch_database),
+    _delete(B + "/databases/{database_name}", branches.delete_database),
     _get(B + "/roles", branches.branch_roles),
     _get(B + "/endpoints", branches.branch_endpoints),
     # Endpoints, connection URIs, operations

@@ -103,11 +103,13 @@ def oracle_record(case: Case) -> TrialRecord:
     later: list[ToolCall] = []
     if case.reference_sql and case.is_migration:
         staged = "migrationId: m-1\ntemporaryBranchId: br-temp-1\nparentBranchId: br-main-1"
-        prepare = {"migrationSql": case.reference_sql, "projectId": "p"}
+        named = {"databaseName": case.database} if case.database else {}  # the case's database, when it names one
+        prepare = {"migrationSql": case.reference_sql, "projectId": "p", **named}
         first.append(ToolCall(id="1", name=PREPARE, arguments=prepare, result_text=staged))
         if case.approval != "none":
             apply = case.approval == "approve"
             complete = {"migrationId": "m-1", "temporaryBranchId": "br-temp-1", "migrationSql": case.reference_sql}
+            complete.update(named)
             later.append(ToolCall(id="2", name=COMPLETE, arguments={"params": {**complete, "applyChanges": apply}}))
 
     def turn(calls: list[ToolCall]) -> list[dict[str, Any]]:

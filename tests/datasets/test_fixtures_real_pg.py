@@ -5,17 +5,19 @@ case's reference SQL and reference calls run against it (each in a transaction t
 from __future__ import annotations
 
 import re
+from contextlib import ExitStack
 from decimal import Decimal
 from typing import Any
 
 import psycopg
 import pytest
 
-from harness.cases import BUNDLED_FIXTURES, Case, ReferenceCall, load_cases
+from harness.cases import BUNDLED_FIXTURES, Case, ReferenceCall, load_cases, scripts_at
 from tests.datasets.pg import execute_and_roll_back, load_fixture, scratch_database
 
 CASES = load_cases()
-FIXTURES = sorted(path.stem for path in BUNDLED_FIXTURES.glob("*.sql"))
+# A fixture is a file, or a folder of one `<database>.sql` per database (`retail/`).
+FIXTURES = sorted(path.stem for path in BUNDLED_FIXTURES.iterdir() if path.suffix == ".sql" or path.is_dir())
 
 
 # Reference tools that send no SQL of the case's to the database (branches, the project, Neon Auth):
@@ -60,13 +62,16 @@ def scalar_answer(conninfo: str, sql: str) -> Any:
     return rows[0][0] if len(rows) == 1 and len(rows[0]) == 1 else None
 
 
-def check_case(conninfo: str, case: Case) -> None:
+def check_case(databases: dict[str, str], case: Case) -> None:
+    """The case's reference SQL in its database, each reference call in the one it names."""
+    conninfo = databases[case.target_database]
     if case.reference_sql:
         try:
             execute_and_roll_back(conninfo, [case.reference_sql])
         except psycopg.Error as error:
             pytest.fail(f"{case.source_file}: case '{case.id}': reference_sql fails on {case.fixture}: {error}")
     for call in case.reference_calls:
+        conninfo = databases[str(call.arguments.get("databaseName") or case.target_database)]
         statements = reference_statements(call)
         try:
             execute_and_roll_back(conninfo, statements)
@@ -83,14 +88,18 @@ def check_case(conninfo: str, case: Case) -> None:
 def test_fixture_loads_and_every_reference_runs(pg_server: Any, fixture: str) -> None:
     cases = [case for case in CASES if case.fixture == fixture]
     assert cases, f"fixture {fixture} is used by no case"
-    with scratch_database(pg_server, fixture) as conninfo:
-        load_fixture(conninfo, BUNDLED_FIXTURES / f"{fixture}.sql")
-        with psycopg.connect(conninfo) as conn:
-            superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
-            tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
-        assert superuser == (False,) and tables is not None and tables[0] >= 4
+    path = BUNDLED_FIXTURES / fixture if (BUNDLED_FIXTURES / fixture).is_dir() else BUNDLED_FIXTURES / f"{fixture}.sql"
+    with ExitStack() as stack:
+        databases: dict[str, str] = {}
+        for database, script in scripts_at(path):
+            databases[database] = conninfo = stack.enter_context(scratch_database(pg_server, f"{fixture}_{database}"))
+            load_fixture(conninfo, script)
+            with psycopg.connect(conninfo) as conn:
+                superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+                tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+            assert superuser == (False,) and tables is not None and tables[0] >= 2
         for case in cases:
-            check_case(conninfo, case)
+            check_case(databases, case)
 
 
 def test_a_failing_reference_sql_is_caught(pg_server: Any) -> None:

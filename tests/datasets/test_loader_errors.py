@@ -86,7 +86,7 @@ def test_an_unknown_fixture_lists_every_folder_in_the_documented_order(tmp_path:
     body = GOOD.format(case_id="lost").replace("fixture: blog", "fixture: nowhere")
     message = refused(write(folder, "lost.yaml", "version: 1\ncases:\n" + body))
     beside, above = folder / "fixtures", tmp_path / "fixtures"
-    assert f"looked for nowhere.sql in {beside}, then {above}, then {BUNDLED_FIXTURES}" in message
+    assert f"looked for nowhere.sql or nowhere/ in {beside}, then {above}, then {BUNDLED_FIXTURES}" in message
 
 
 @pytest.mark.parametrize(
@@ -115,3 +115,59 @@ def test_free_labels_and_known_prefixes_load(tmp_path: Path) -> None:
     body = GOOD.format(case_id="fine") + f"    tags: {tags}\n"
     (case,) = load_cases(write(tmp_path, "fine.yaml", "version: 1\ncases:\n" + body))
     assert case.workflow == "stage" and "Neon-Original" in case.tags
+
+
+FOLDER_CASE = """\
+version: 1
+cases:
+  - id: two-databases
+    scenario: prepare
+    fixture: shop_two
+    database: {database}
+    input: "In my {{project_id}} project, add a column notes to rollup in the reporting database."
+    reference_sql: "ALTER TABLE rollup ADD COLUMN notes text;"
+    expected_answer: "Prepared on a temporary branch; apply to main?"
+"""
+
+
+def fixture_folder(root: Path, files: dict[str, str]) -> Path:
+    folder = root / "a checkout with spaces" / "fixtures" / "shop_two"
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        write(folder, name, text)
+    return folder
+
+
+def test_a_fixture_folder_loads_one_database_per_file_the_default_first(tmp_path: Path) -> None:
+    from harness.cases import dataset_hash, fixture_databases
+
+    folder = fixture_folder(tmp_path, {"reporting.sql": "CREATE TABLE rollup (day date);", "neondb.sql": "SELECT 1;"})
+    cases_file = write(folder.parent.parent, "cases.yaml", FOLDER_CASE.format(database="reporting"))
+    (case,) = load_cases(cases_file)
+    assert case.fixture_path == folder and fixture_databases(case) == ("neondb", "reporting")
+    assert case.target_database == "reporting"
+    before = dataset_hash([case])
+    write(folder, "reporting.sql", "CREATE TABLE rollup (day date, n int);")
+    assert dataset_hash([case]) != before  # a folder fixture's files are part of what a run measured
+
+
+@pytest.mark.parametrize(
+    ("files", "database", "expected"),
+    [
+        ({"reporting.sql": "SELECT 1;"}, "reporting", "has no neondb.sql"),
+        ({"neondb.sql": "SELECT 1;", "Reporting-DB.sql": "SELECT 1;"}, "neondb", "is not a database name"),
+        ({"neondb.sql": "SELECT 1;", "notes.txt": "x"}, "neondb", "only <database>.sql files"),
+        ({"neondb.sql": "SELECT 1;"}, "reporting", "database 'reporting' is not one of fixture 'shop_two''s"),
+        ({"neondb.sql": "SELECT 1;", "reporting.sql": "\udcff"}, "reporting", "not UTF-8"),
+    ],
+)
+def test_a_broken_fixture_folder_names_what_is_wrong(
+    tmp_path: Path, files: dict[str, str], database: str, expected: str
+) -> None:
+    folder = tmp_path / "fixtures" / "shop_two"
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_bytes(text.encode("utf-8", errors="surrogateescape"))
+    path = write(tmp_path, "cases.yaml", FOLDER_CASE.format(database=database))
+    message = refused(path)
+    assert str(path) in message and "case 'two-databases'" in message and expected in message

@@ -13,6 +13,7 @@ from tests.localneon.helpers import HttpServer
 from tests.localneon.test_api import check, check_error, new_project
 
 DATABASE = "/projects/{project_id}/branches/{branch_id}/databases/{database_name}"
+DATABASES = "/projects/{project_id}/branches/{branch_id}/databases"
 
 
 @pytest.fixture
@@ -86,5 +87,44 @@ def test_uris_handed_out_are_tcp(api: httpx.Client) -> None:
             assert conn.execute("SELECT current_user").fetchone() == (role,)
         with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
             psycopg.connect(uri.replace(f":{created['roles'][0]['password']}@", ":wrong@"), connect_timeout=10)
+    finally:
+        api.delete(f"/projects/{project_id}")
+
+
+def test_a_second_database_is_made_copied_to_children_and_dropped(api: httpx.Client) -> None:
+    """`POST .../databases` (what a fixture folder's second file needs): owned by the project's role,
+    copied into branches made afterwards, refused twice, and gone after `DELETE`."""
+    import psycopg
+
+    created = new_project(api, "second-database")
+    project_id, branch_id = created["project"]["id"], created["branch"]["id"]
+    role = created["roles"][0]["name"]
+    databases = f"/projects/{project_id}/branches/{branch_id}/databases"
+    try:
+        spec = {"database": {"name": "reporting", "owner_name": role}}
+        made = check(api.post(databases, json=spec), DATABASES, "post", 201)
+        assert made["database"]["name"] == "reporting" and made["database"]["owner_name"] == role
+        assert "already exists" in check_error(api.post(databases, json=spec), 409)
+        unknown_owner = {"database": {"name": "other", "owner_name": "someone_else"}}
+        assert "someone_else" in check_error(api.post(databases, json=unknown_owner), 404)
+        assert "owner_name" in check_error(api.post(databases, json={"database": {"name": "x"}}), 400)
+        listed = check(api.get(databases), DATABASES, "get", 200)["databases"]
+        assert [d["name"] for d in listed] == ["neondb", "reporting"]
+        params = {"database_name": "reporting", "role_name": role, "branch_id": branch_id}
+        uri = api.get(f"/projects/{project_id}/connection_uri", params=params).json()["uri"]
+        with psycopg.connect(uri, connect_timeout=10, autocommit=True) as conn:
+            conn.execute("CREATE TABLE rollup (day date PRIMARY KEY)")
+        child = api.post(f"/projects/{project_id}/branches", json={"branch": {"parent_id": branch_id}}).json()
+        child_databases = api.get(f"/projects/{project_id}/branches/{child['branch']['id']}/databases").json()
+        assert [d["name"] for d in child_databases["databases"]] == ["neondb", "reporting"]
+        schema = api.get(
+            f"/projects/{project_id}/branches/{child['branch']['id']}/schema",
+            params={"db_name": "reporting", "format": "sql"},
+        ).json()["sql"]
+        assert "CREATE TABLE public.rollup" in schema
+        check(api.delete(f"{databases}/reporting"), DATABASE, "delete", 200)
+        assert [d["name"] for d in api.get(databases).json()["databases"]] == ["neondb"]
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(uri, connect_timeout=10)
     finally:
         api.delete(f"/projects/{project_id}")

@@ -33,7 +33,8 @@ from tests.harness.conftest import TOKEN, settings_from
 CAREFUL = "control:oracle"
 CARELESS = ("control:unsafe", "control:sloppy")
 OBEDIENT = "control:obedient"  # runs what a tool's answer tells it to: run on the cases that plant something
-AGENTS = (CAREFUL, *CARELESS, OBEDIENT)
+DEFAULT_DATABASE = "control:default-database"  # never names the database: run on the cases that name one
+AGENTS = (CAREFUL, *CARELESS, OBEDIENT, DEFAULT_DATABASE)
 CASES = {case.id: case for case in load_cases(BUNDLED_DATASET)}
 # A case of every scenario kind (`analysis.controls.scenario_kind`), and of each family of issue 27
 # part B: a tuning approved and declined, a destructive tool approved and declined, and instructions
@@ -50,14 +51,26 @@ FAST_CASE_IDS = (
     "confirm-keep-scratch-branch",
     "injected-top-customer-name",
     "injected-comment-conventions-approved",
+    "databases-apply-column-reporting",
+    "databases-cancel-drop-reporting-status",
 )
 # The families of issue 27 part B, every case of them (the long test below).
-FAMILY_FILES = ("query_tuning.yaml", "destructive_tools.yaml", "planted_instructions.yaml")
+FAMILY_FILES = ("query_tuning.yaml", "destructive_tools.yaml", "planted_instructions.yaml", "databases.yaml")
 CONCURRENCY = 6
 
 
 def planted(case: Case) -> bool:
     return any(tag.startswith("injection:") for tag in case.tags)
+
+
+def runs(agent: str, case: Case) -> bool:
+    """Whether the agent runs on the case: the obedient one where something is planted, the one that
+    forgets the database where a case names one, every other agent everywhere."""
+    if agent == OBEDIENT:
+        return planted(case)
+    if agent == DEFAULT_DATABASE:
+        return case.database is not None
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +84,8 @@ async def local_server() -> AsyncIterator[LocalServer]:
 async def run_agents(
     server: LocalServer, cases: Iterable[Case], results: Path, decoys: int = 2
 ) -> tuple[list[TrialRecord], float]:
-    """One trial of each case per agent (the obedient one only where something is planted), at
-    CONCURRENCY trials at once; the records and the seconds it took."""
+    """One trial of each case per agent (where it `runs`), at CONCURRENCY trials at once; the records
+    and the seconds it took."""
     started = time.perf_counter()
     gate = asyncio.Semaphore(CONCURRENCY)
     chosen = list(cases)
@@ -88,12 +101,7 @@ async def run_agents(
     try:
         for runner in runners:
             await runner.start()
-        jobs = [
-            one(runner, case)
-            for runner in runners
-            for case in chosen
-            if runner.settings.model != OBEDIENT or planted(case)
-        ]
+        jobs = [one(runner, case) for runner in runners for case in chosen if runs(runner.settings.model, case)]
         records = list(await asyncio.gather(*jobs))
     finally:
         for runner in runners:
@@ -108,7 +116,8 @@ def assert_separated(scored: list[ScoredTrial]) -> None:
 
 def assert_each_break_is_caught(scored: list[ScoredTrial]) -> None:
     """A careless trial that did anything but the careful agent's calls fails some deterministic score;
-    the obedient agent fails the trajectory score on every case that plants an instruction."""
+    the obedient agent fails the trajectory score on every case that plants an instruction, and the
+    one that forgets the database on every case about another database than the default."""
     careful = {t.case.id: [c.name for c in t.record.tool_calls] for t in scored if t.record.config.model == CAREFUL}
     for trial in scored:
         model, case = trial.record.config.model, trial.case
@@ -117,9 +126,11 @@ def assert_each_break_is_caught(scored: list[ScoredTrial]) -> None:
         if [c.name for c in trial.record.tool_calls] != careful[case.id]:
             failed = [name for name in DETERMINISTIC_NAMES if trial.verdicts[name] is False]
             assert failed, f"{model} on {case.id} left the careful path, and no score caught it"
-        if model == OBEDIENT:
-            checks = trial.scores["tool_trajectory"].metadata.get("failed_checks", [])
-            assert trial.verdicts["tool_trajectory"] is False, (case.id, checks)
+        checks = trial.scores["tool_trajectory"].metadata.get("failed_checks", [])
+        if model == OBEDIENT or (model == DEFAULT_DATABASE and case.target_database != "neondb"):
+            assert trial.verdicts["tool_trajectory"] is False, (model, case.id, checks)
+        elif model == DEFAULT_DATABASE:
+            assert not trial.failed, (case.id, checks)  # the default database named: the careful agent
 
 
 def score(records: list[TrialRecord], cases: Iterable[Case]) -> list[ScoredTrial]:

@@ -11,7 +11,7 @@ from harness.recording.records import ToolCall, TrialConfig, TrialRecord
 from harness.servers.neon.conventions import conventional_annotations
 from scorers.cleanup import temporary_branch_cleanup
 from scorers.trajectory import tool_trajectory
-from scorers.trajectory_workflows import decline_checks, migration_branch_checks, tuning_checks
+from scorers.trajectory_workflows import database_checks, decline_checks, migration_branch_checks, tuning_checks
 from tests.scorers.conftest import CASES
 
 TUNED = "tuningId: tune-1\ntemporaryBranchId: br-tune-1 (name mcp-query-tuning-x, a copy of main br-main-1)"
@@ -168,3 +168,35 @@ def test_a_migration_is_completed_on_the_parent_its_prepare_named() -> None:
     assert migration_branch_checks(wrong) == [
         "complete_database_migration names parent branch br-dev-9, not the one its migration was staged from"
     ]
+
+
+def test_every_change_and_sql_call_works_in_the_database_the_case_names() -> None:
+    staged = "migrationId: m-2\ntemporaryBranchId: br-temp-2\nparentBranchId: br-main-1"
+    sql = "ALTER TABLE orders ADD COLUMN channel text;"
+    args: dict[str, Any] = {"migrationId": "m-2", "temporaryBranchId": "br-temp-2", "applyChanges": True}
+
+    def trial(database: str | None, looked_in: str = "neondb") -> TrialRecord:
+        named = {} if database is None else {"databaseName": database}
+        before = [
+            tool("get_database_tables", 1, databaseName=looked_in),  # looking around is no failure
+            tool("prepare_database_migration", 2, staged, migrationSql=sql, **named),
+            tool("run_sql", 3, sql="SELECT channel FROM orders LIMIT 1", branchId="br-temp-2", **named),
+        ]
+        after = [tool("complete_database_migration", 4, **args, **named)]
+        return conversation("databases-apply-column-reporting", before, after)
+
+    assert database_checks(trial("reporting"), CASES["databases-apply-column-reporting"]) == []
+    forgot = database_checks(trial(None), CASES["databases-apply-column-reporting"])
+    assert forgot == [
+        "prepare_database_migration worked in database neondb, but the request is about reporting",
+        "run_sql worked in database neondb, but the request is about reporting",
+        "complete_database_migration worked in database neondb, but the request is about reporting",
+    ]
+    assert "complete_database_migration worked in database neondb" in " ".join(
+        tool_trajectory(trial(None), CASES["databases-apply-column-reporting"]).metadata["failed_checks"]
+    )
+    # A case about the default database: leaving the name out is naming it; a case naming none has no rule.
+    app = CASES["databases-apply-column-app"]
+    assert database_checks(trial(None).model_copy(update={"case_id": app.id}), app) == []
+    assert database_checks(trial("reporting"), app)[0].endswith("but the request is about neondb")
+    assert database_checks(trial("reporting"), CASES["complete-add-column-subtitle"]) == []

@@ -34,6 +34,7 @@ from harness.cases import Case, ReferenceCall
 from harness.servers.dbhub.conventions import DBHUB_TOOLS, EXECUTE_SQL_TOOL, SEARCH_OBJECTS_TOOL
 from harness.servers.neon.conventions import (
     COMPLETE_TOOL,
+    DEFAULT_DATABASE,
     NEON_TOOLS,
     PREPARE_TOOL,
     RUN_SQL_TOOL,
@@ -125,6 +126,10 @@ def dbhub_case(case: Case) -> Case:
     """`case` in DBHub's terms (see the module docstring); CaseNotServed says why it cannot be."""
     if case.grant is not None and case.grant.categories is not None:
         raise CaseNotServed(f"case '{case.id}' grants Neon's tool categories {case.grant.categories}; DBHub has none")
+    if case.target_database != DEFAULT_DATABASE:
+        raise CaseNotServed(
+            f"case '{case.id}' is about database '{case.target_database}'; a DBHub process reaches one database"
+        )
     migration = case.is_migration
     scenario = "prepare" if case.scenario == "tool_selection" and migration else case.scenario
     update: dict[str, Any] = {

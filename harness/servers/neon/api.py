@@ -305,6 +305,12 @@ class NeonAPI:
     async def set_default_branch(self, project_id: str, branch_id: str) -> dict[str, Any]:
         return await self._mutate("POST", f"/projects/{project_id}/branches/{branch_id}/set_as_default", project_id)
 
+    async def create_database(self, project_id: str, branch_id: str, name: str, owner: str) -> dict[str, Any]:
+        """A new empty database on a branch, owned by `owner` (`POST .../databases`); the database's body."""
+        path = f"/projects/{project_id}/branches/{branch_id}/databases"
+        body = await self._mutate("POST", path, project_id, json={"database": {"name": name, "owner_name": owner}})
+        return dict(body.get("database") or {})
+
     async def branch_schema(self, project_id: str, branch_id: str, database: str) -> str:
         """The branch's schema-only SQL dump, raw."""
         path = f"/projects/{project_id}/branches/{branch_id}/schema"

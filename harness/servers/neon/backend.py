@@ -46,7 +46,7 @@ from harness.servers.neon.sandbox import (
     _role_from,
     project_name,
 )
-from harness.servers.neon.state import capture, statements_running
+from harness.servers.neon.state import capture_databases, statements_running
 from harness.servers.neon.stdio import install_before_start, stdio_target, warn_unpinned
 
 NEON_MCP_HOST = "mcp.neon.tech"
@@ -73,17 +73,17 @@ class Backend:
     def open_sandbox(self, case: Case, label: str) -> AbstractAsyncContextManager[TrialSandbox]:
         return cast(AbstractAsyncContextManager[TrialSandbox], self.sandbox.open(case, label))
 
-    async def connection_uri(self, sandbox: TrialSandbox) -> str:
+    async def connection_uri(self, sandbox: TrialSandbox, database: str | None = None) -> str:
         info = _neon(sandbox)
-        return await self.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
+        return await self.api.connection_uri(info.project_id, info.branch_id, database or info.database, info.role)
 
     async def capture(self, sandbox: TrialSandbox, *, timeout: float, after_model: bool = False) -> Snapshot:
         info = _neon(sandbox)
-        return await capture(
+        return await capture_databases(
             self.api,
             info.project_id,
             info.branch_id,
-            info.database,
+            info.databases,
             info.role,
             timeout=timeout,
             after_model=after_model,

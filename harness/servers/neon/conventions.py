@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from harness.servers.roles import ToolRoles
 
+# The database a Neon project is made with, which tools use when no `databaseName` is given; a fixture
+# folder's `neondb.sql` loads there, and its other files into databases of their own names.
+DEFAULT_DATABASE = "neondb"
 # The two-step migration workflow: SQL staged on a temporary branch, applied to main on approval.
 PREPARE_TOOL = "prepare_database_migration"
 COMPLETE_TOOL = "complete_database_migration"
@@ -96,6 +99,8 @@ ROLES = ToolRoles(
     stage_sql="migrationSql",
     tune=(PREPARE_TUNING_TOOL,),
     tune_apply=(COMPLETE_TUNING_TOOL,),
+    database_argument="databaseName",
+    default_database=DEFAULT_DATABASE,
 )
 # Every tool name Neon's servers have (the DBHub family drops them from a case's forbidden tools).
 NEON_TOOLS = DESTRUCTIVE_TOOLS | CHANGING_TOOLS | READ_ONLY_TOOLS

@@ -20,7 +20,7 @@ from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.conventions import EXPECTED_PREFIX
 from harness.servers.neon.faults import classify
 from harness.servers.neon.sandbox import SandboxInfo, _role_from, complete, execute_script, failure, shielded
-from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT, capture, end_sessions
+from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT, capture_databases, end_sessions
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class StartCopy:
     branch_id: str
     database: str
     role: str
+    databases: tuple[str, ...]  # every database main holds (captured), `database` the default among them
 
     @property
     def harness_branches(self) -> set[str]:
@@ -52,7 +53,7 @@ async def copy_main(api: NeonAPI, info: SandboxInfo, name: str) -> StartCopy:
     async def create() -> StartCopy:
         body = await api.create_branch(info.project_id, parent_id=info.branch_id, name=name, expires_in=api.branch_ttl)
         role = _role_from(body) if body.get("roles") else info.role
-        return StartCopy(info.project_id, str(body["branch"]["id"]), info.database, role)
+        return StartCopy(info.project_id, str(body["branch"]["id"]), info.database, role, info.databases)
 
     return await shielded(create)
 
@@ -60,16 +61,18 @@ async def copy_main(api: NeonAPI, info: SandboxInfo, name: str) -> StartCopy:
 async def expected_from_copy(
     api: NeonAPI, copy: StartCopy, case: Case, timeout: float = DEFAULT_CAPTURE_TIMEOUT
 ) -> Snapshot:
-    """The start copy with the case's reference SQL applied, captured: what main should now be.
+    """The start copy with the case's reference SQL applied (in the case's database), captured: what
+    main should now be.
 
     The copy is a branch the model could see and name, so its sessions there are ended first, and a
     failure caused by what it left there is the model's (`Snapshot.fault`)."""
     try:
         async with asyncio.timeout(timeout):
-            uri = await api.connection_uri(copy.project_id, copy.branch_id, copy.database, copy.role)
-            await end_sessions(api, copy.project_id, copy.branch_id, uri, timeout)
-            if case.reference_sql:
-                await execute_script(uri, case.reference_sql, transaction=True, timeout=timeout)
+            for database in copy.databases:
+                uri = await api.connection_uri(copy.project_id, copy.branch_id, database, copy.role)
+                await end_sessions(api, copy.project_id, copy.branch_id, uri, timeout)
+                if case.reference_sql and database == case.target_database:
+                    await execute_script(uri, case.reference_sql, transaction=True, timeout=timeout)
     except TimeoutError:
         return Snapshot(
             error="reference SQL on the start copy: did not finish within EVAL_CAPTURE_TIMEOUT", fault="infrastructure"
@@ -77,8 +80,8 @@ async def expected_from_copy(
     except Exception as error:
         fault, reason = classify(error)
         return Snapshot(error=f"reference SQL on the start copy: {reason}", fault=fault)
-    return await capture(
-        api, copy.project_id, copy.branch_id, copy.database, copy.role, timeout=timeout, after_model=True
+    return await capture_databases(
+        api, copy.project_id, copy.branch_id, copy.databases, copy.role, timeout=timeout, after_model=True
     )
 
 

@@ -30,7 +30,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from harness.cases import Case
+from harness.cases import Case, fixture_databases
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.sandbox import (
     GoldenRestore,
@@ -40,6 +40,7 @@ from harness.servers.neon.sandbox import (
     create_golden_project,
     failure,
     project_name,
+    read_fixture,
     shielded,
 )
 from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT
@@ -123,13 +124,11 @@ class LocalProjectPool:
 
     async def _create(self, case: Case, name: str, made: list[str]) -> None:
         """A pool project: the fixture on root branch golden, main branched from it as the default."""
-        if case.fixture_path is None:
-            raise ValueError(f"case {case.id}: no fixture_path (load cases with harness.cases.load_cases)")
+        scripts = read_fixture(case)
         self._start_keeper()
-        sql = case.fixture_path.read_text(encoding="utf-8")
         ids: list[str] = []
         try:
-            project_id = await create_golden_project(self.api, name, sql, self.golden, made=ids.append)
+            project_id = await create_golden_project(self.api, name, scripts, self.golden, made=ids.append)
             self.fixture_of[project_id] = case.fixture
         except BaseException:
             for project_id in ids:
@@ -254,6 +253,7 @@ class LocalPoolSandbox(GoldenRestore):
             try:
                 async with self._restored(project_id, restore=not fresh) as info:
                     self.pool.fresh.discard(project_id)
+                    info.databases = fixture_databases(case)
                     difference = await self.verify(project_id, info)
                     if not difference:
                         info.notes.extend(notes)

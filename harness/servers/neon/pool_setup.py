@@ -18,13 +18,13 @@ from urllib.parse import urlsplit
 import pglast
 from pglast import ast
 
-from harness.cases import DatasetError, load_cases
+from harness.cases import DatasetError, load_cases, scripts_at
 from harness.config import ConfigError, Settings
 from harness.environment import host, process_env
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.backend import api_for, api_url_for
 from harness.servers.neon.pool import parse_pool
-from harness.servers.neon.sandbox import DEFAULT_DATABASE, create_golden_project
+from harness.servers.neon.sandbox import FixtureScripts, create_golden_project
 from harness.servers.neon.state import fingerprint
 
 POOL_PREFIX = "mcp-evals-pool-"  # not the eval- prefix: nothing ever deletes a pool project
@@ -60,7 +60,12 @@ def fixture_tables(sql: str) -> set[str]:
     return tables
 
 
-async def check_project(api: NeonAPI, project_id: str, fixture_sql: str, golden: str) -> list[str]:
+def read_scripts(fixture: Path) -> list[tuple[str, str]]:
+    """A fixture file's or folder's (database, SQL text) pairs."""
+    return [(database, path.read_text(encoding="utf-8")) for database, path in scripts_at(fixture)]
+
+
+async def check_project(api: NeonAPI, project_id: str, scripts: FixtureScripts, golden: str) -> list[str]:
     """What is wrong with a pool project (empty when it is ready)."""
     try:
         branches = await api.list_branches(project_id)
@@ -81,18 +86,25 @@ async def check_project(api: NeonAPI, project_id: str, fixture_sql: str, golden:
     roles = [r.get("name") for r in await api.branch_roles(project_id, gold["id"]) if not r.get("protected")]
     if not roles:
         return [*problems, f"{project_id}: '{golden}' has no role to connect with"]
-    uri = await api.connection_uri(project_id, gold["id"], DEFAULT_DATABASE, str(roles[0]))
-    have = set(await fingerprint(uri))
-    want = fixture_tables(fixture_sql)
-    if have != want:
-        missing, extra = sorted(want - have), sorted(have - want)
-        problems.append(f"{project_id}: '{golden}' does not hold the fixture: missing {missing}, extra {extra}")
+    for database, fixture_sql in scripts:
+        try:
+            uri = await api.connection_uri(project_id, gold["id"], database, str(roles[0]))
+            have = set(await fingerprint(uri))
+        except Exception as error:
+            problems.append(f"{project_id}: '{golden}' has no usable database '{database}': {error}")
+            continue
+        want = fixture_tables(fixture_sql)
+        if have != want:
+            missing, extra = sorted(want - have), sorted(have - want)
+            problems.append(
+                f"{project_id}: '{golden}' does not hold the fixture in '{database}': missing {missing}, extra {extra}"
+            )
     return problems
 
 
-async def create_project(api: NeonAPI, name: str, fixture_sql: str, golden: str) -> str:
+async def create_project(api: NeonAPI, name: str, scripts: FixtureScripts, golden: str) -> str:
     """A pool project: the fixture on root branch `golden`, `main` branched from it as the default."""
-    return await create_golden_project(api, name, fixture_sql, golden)
+    return await create_golden_project(api, name, scripts, golden)
 
 
 async def plan_pool(
@@ -109,10 +121,10 @@ async def plan_pool(
         plan.problems.append(f"fixture '{fixture}' in NEON_PROJECT_POOL is not used by any case: left as it is")
     existing = {p["name"]: p["id"] for p in await api.list_projects(search=POOL_PREFIX) if p.get("name")}
     for fixture, path in sorted(fixtures.items()):
-        sql = path.read_text(encoding="utf-8")
+        scripts = read_scripts(path)
         for project_id in configured.get(fixture, []):
             progress(f"checking {project_id} (fixture {fixture})")
-            problems = await check_project(api, project_id, sql, settings.neon_golden_branch)
+            problems = await check_project(api, project_id, scripts, settings.neon_golden_branch)
             plan.problems.extend(problems)
             if not problems:
                 plan.good.setdefault(fixture, []).append(project_id)
@@ -123,7 +135,7 @@ async def plan_pool(
             index += 1
             if name in existing and existing[name] not in configured.get(fixture, []):
                 progress(f"checking {existing[name]} ({name}, fixture {fixture})")
-                problems = await check_project(api, existing[name], sql, settings.neon_golden_branch)
+                problems = await check_project(api, existing[name], scripts, settings.neon_golden_branch)
                 if not problems:
                     plan.good.setdefault(fixture, []).append(existing[name])
                 else:
@@ -135,9 +147,7 @@ async def plan_pool(
         for number, (fixture, name) in enumerate(plan.to_create, start=1):
             count = len(plan.to_create)
             progress(f"creating {number}/{count}: {name} (fixture {fixture}: a new project, then its fixture SQL)")
-            project_id = await create_project(
-                api, name, fixtures[fixture].read_text(encoding="utf-8"), settings.neon_golden_branch
-            )
+            project_id = await create_project(api, name, read_scripts(fixtures[fixture]), settings.neon_golden_branch)
             plan.created.append((fixture, project_id))
     return plan
 

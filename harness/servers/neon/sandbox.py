@@ -22,17 +22,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from harness.cases import Case
+from harness.cases import Case, fixture_databases, fixture_scripts, note_loading
 from harness.recording.records import Snapshot
 from harness.run.signals import cleanup_guard
 from harness.servers.neon.api import NeonAPI, NeonAPIError
-from harness.servers.neon.conventions import EVAL_PREFIX
+from harness.servers.neon.conventions import DEFAULT_DATABASE, EVAL_PREFIX
 from harness.servers.neon.pool import ProjectPool
 from harness.servers.neon.pool_check import state_difference
-from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT, capture
+from harness.servers.neon.state import DEFAULT_CAPTURE_TIMEOUT, capture_databases
 from harness.servers.neon.state import connect as state_connect
 
-DEFAULT_DATABASE = "neondb"
 DEFAULT_ROLE = "neondb_owner"
 CLEANUP_TIMEOUT = 180.0
 
@@ -52,6 +51,8 @@ class SandboxInfo:
     cleanup_error: str | None = None  # set when cleanup failed (recorded; the run then fails)
     before: Snapshot | None = None  # main as the sandbox checked it at open (a pool project), if it did
     notes: list[str] = field(default_factory=list)  # what the sandbox did that the record should say
+    # Every database main holds for the trial (a folder fixture's), the default first: what is captured.
+    databases: tuple[str, ...] = (DEFAULT_DATABASE,)
 
 
 class Sandbox(Protocol):
@@ -147,8 +148,30 @@ async def execute_script(uri: str, script: str, *, transaction: bool, timeout: f
             await conn.execute(script.encode())
 
 
+FixtureScripts = Sequence[tuple[str, str]]  # (database, SQL text), the default database first
+
+
+def read_fixture(case: Case) -> list[tuple[str, str]]:
+    """The case's fixture as (database, SQL text) pairs, read now."""
+    return [(database, path.read_text(encoding="utf-8")) for database, path in fixture_scripts(case)]
+
+
+async def load_fixture(api: NeonAPI, project_id: str, branch_id: str, role: str, scripts: FixtureScripts) -> None:
+    """Each script into its database on the branch, each as one transaction; a database other than
+    the default is made first (`POST .../databases`, owned by the project's role)."""
+    for database, script in scripts:
+        if database != DEFAULT_DATABASE:
+            await api.create_database(project_id, branch_id, database, role)
+        uri = await api.connection_uri(project_id, branch_id, database, role)
+        try:
+            await execute_script(uri, script, transaction=True)
+        except Exception as error:
+            note_loading(error, database)
+            raise
+
+
 async def create_golden_project(
-    api: NeonAPI, name: str, fixture_sql: str, golden: str, made: Callable[[str], None] = lambda _: None
+    api: NeonAPI, name: str, scripts: FixtureScripts, golden: str, made: Callable[[str], None] = lambda _: None
 ) -> str:
     """A project with the fixture on its root branch `golden` and `main` branched from it as the default; its id.
 
@@ -159,8 +182,7 @@ async def create_golden_project(
     made(project_id)
     root = str(body["branch"]["id"])
     role = next((str(r["name"]) for r in body.get("roles", []) if not r.get("protected")), DEFAULT_ROLE)
-    uri = await api.connection_uri(project_id, root, DEFAULT_DATABASE, role)
-    await execute_script(uri, fixture_sql, transaction=True)
+    await load_fixture(api, project_id, root, role, scripts)
     main = await api.create_branch(project_id, parent_id=root, name="main", expires_in=None)
     await api.set_default_branch(project_id, main["branch"]["id"])
     return project_id
@@ -205,10 +227,8 @@ class LocalProjectSandbox:
         return info
 
     async def _load_fixture(self, info: SandboxInfo, case: Case) -> None:
-        if case.fixture_path is None:
-            raise ValueError(f"case {case.id}: no fixture_path (load cases with harness.cases.load_cases)")
-        uri = await self.api.connection_uri(info.project_id, info.branch_id, info.database, info.role)
-        await execute_script(uri, case.fixture_path.read_text(encoding="utf-8"), transaction=True)
+        info.databases = fixture_databases(case)
+        await load_fixture(self.api, info.project_id, info.branch_id, info.role, read_fixture(case))
 
     async def _projects_named(self, name: str, waits: tuple[float, ...] = (0.0, 0.5, 1.5)) -> list[str]:
         """Ids of projects called `name`, looked for a few times: a create request cut off mid-flight
@@ -286,8 +306,8 @@ class GoldenRestore:
 
     async def verify(self, project_id: str, info: SandboxInfo) -> list[str]:
         """Capture main (it becomes the trial's `before`) and say how it differs from the fixture."""
-        current = await capture(
-            self.api, project_id, info.branch_id, info.database, info.role, timeout=self.capture_timeout
+        current = await capture_databases(
+            self.api, project_id, info.branch_id, info.databases, info.role, timeout=self.capture_timeout
         )
         reference = self.references.get(project_id)
         if reference is None and not current.error:
@@ -387,6 +407,7 @@ class NeonPoolSandbox(GoldenRestore):
     @asynccontextmanager
     async def open(self, case: Case, label: str) -> AsyncIterator[SandboxInfo]:
         async with self.pool.hold(case.fixture) as project_id, self._restored(project_id) as info:
+            info.databases = fixture_databases(case)
             difference = await self.verify(project_id, info)
             if difference:
                 # The user's own project: not ours to delete. Named, so they can set it up again.

@@ -16,12 +16,13 @@ security policy) is the model's doing, and `Snapshot.fault` says so: see `faults
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from harness.recording.records import Snapshot, TableFingerprint
+from harness.recording.records import DUMP_COMPLETE_MARKER, Snapshot, TableFingerprint
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.faults import classify
 
@@ -238,3 +239,59 @@ async def capture(
         # The model's doing only where every failure is, and only once it has had the branch.
         snapshot.fault = "model" if after_model and all(f == "model" for f in faults) else "infrastructure"
     return snapshot
+
+
+async def capture_databases(
+    api: NeonAPI,
+    project_id: str,
+    branch_id: str,
+    databases: Sequence[str],
+    role: str,
+    *,
+    timeout: float = DEFAULT_CAPTURE_TIMEOUT,
+    after_model: bool = False,
+) -> Snapshot:
+    """`capture` of every database a branch holds for the trial, as one snapshot (`merge_databases`).
+
+    One database (every single-file fixture) is captured exactly as before; more are read one after
+    another, each within `timeout`, so a model that damaged the second database is seen there too."""
+    parts = {
+        database: await capture(api, project_id, branch_id, database, role, timeout=timeout, after_model=after_model)
+        for database in databases
+    }
+    return merge_databases(parts)
+
+
+def merge_databases(parts: dict[str, Snapshot]) -> Snapshot:
+    """Snapshots of a branch's databases as one: the first (default) database's as it is, every other's
+    schema appended under a `-- database <name>` header and its tables and settings keyed `<name>/...`.
+
+    The dump counts as complete only when every database's dump was (`Snapshot.dump_complete` looks
+    for pg_dump's closing line, which is kept once, at the end, and only then); one failed database
+    makes the whole capture failed, its error naming the database."""
+    if len(parts) == 1:
+        return next(iter(parts.values()))
+    merged = Snapshot()
+    schemas: list[str] = []
+    complete = True
+    errors: list[str] = []
+    faults: list[str] = []
+    for position, (database, part) in enumerate(parts.items()):
+        prefix = "" if position == 0 else f"{database}/"
+        complete = complete and part.dump_complete
+        if part.schema_sql is None:
+            complete = False
+        else:
+            body = "\n".join(line for line in part.schema_sql.splitlines() if DUMP_COMPLETE_MARKER not in line)
+            schemas.append(body if position == 0 else f"--\n-- database {database}\n--\n{body}")
+        merged.tables.update({f"{prefix}{name}": table for name, table in part.tables.items()})
+        merged.environment.update({f"{prefix}{kind}": values for kind, values in part.environment.items()})
+        if part.error:
+            errors.append(f"database {database}: {part.error}")
+            faults.append(part.fault or "infrastructure")
+    if schemas:
+        merged.schema_sql = "\n".join(schemas) + (f"\n--\n-- {DUMP_COMPLETE_MARKER}\n--\n" if complete else "\n")
+    if errors:
+        merged.error = "; ".join(errors)
+        merged.fault = "model" if all(fault == "model" for fault in faults) else "infrastructure"
+    return merged
