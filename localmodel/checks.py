@@ -132,14 +132,34 @@ def run_problems(
     by_key = {(item.record.case_id, item.record.trial_index): item for item in scored}
     for record in records:
         problems += trial_problems(record, by_key.get((record.case_id, record.trial_index)), model)
+    problem, _ = token_check(records, server_tokens, model)
+    if problem:
+        problems.append(problem)
+    return problems
+
+
+def token_check(
+    records: Sequence[TrialRecord], server_tokens: Mapping[str, int], model: str
+) -> tuple[str | None, str | None]:
+    """(problem, note): the records' tokens against the server's own count of them.
+
+    Equal, unless the records say the server answered some requests with an error: those attempts
+    cost the server tokens no answer reported (llama-server's 500 for a tool call it could not
+    parse comes after the whole generation), so then the server may count more, never less."""
     prompt = sum(record.usage.prompt_tokens for record in records)
     output = sum(record.usage.output_tokens for record in records)
-    if prompt != server_tokens.get("prompt_tokens") or output != server_tokens.get("completion_tokens"):
-        problems.append(
-            f"{model}: records count {prompt} prompt / {output} output tokens, the server counted "
-            f"{server_tokens.get('prompt_tokens')} / {server_tokens.get('completion_tokens')}"
-        )
-    return problems
+    failed = sum(record.usage.failed_requests for record in records)
+    server_prompt, server_output = server_tokens.get("prompt_tokens"), server_tokens.get("completion_tokens")
+    counts = (
+        f"records count {prompt} prompt / {output} output tokens, the server counted {server_prompt} / {server_output}"
+    )
+    if prompt == server_prompt and output == server_output:
+        return None, None
+    if failed and server_prompt is not None and server_output is not None:
+        if server_prompt >= prompt and server_output >= output:
+            return None, f"{counts}: the difference is the {failed} request(s) the server answered with an error"
+        return f"{model}: {counts}, less than the records although {failed} request(s) failed", None
+    return f"{model}: {counts}", None
 
 
 def trial_lines(protocol: str, scored: Sequence[ScoredTrial]) -> list[TrialLine]:

@@ -35,6 +35,7 @@ from localmodel.checks import (
     load_records,
     render,
     run_problems,
+    token_check,
     trial_lines,
     unanswered_tool_uses,
 )
@@ -175,6 +176,9 @@ def run_protocol(server: LocalServer, protocol: Protocol, cases: Path, stamp: st
         flush=True,
     )
     problems = run_problems(records, scored, protocol.model(), SMOKE_CASES, counted)
+    _, tokens_note = token_check(records, counted, protocol.model())
+    if tokens_note:
+        print(f"smoke: note: {protocol.name}: {tokens_note}")
     for record in records:
         if unwritten := unanswered_tool_uses(record):
             print(

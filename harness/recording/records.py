@@ -87,6 +87,9 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int = 0
     thinking_tokens: int = 0  # the part of output_tokens spent thinking (already in output_tokens)
     model_calls: int = 0
+    # Requests the server answered with an error (5xx, 429) that the SDK sent again or gave up on:
+    # not in the counts above, which are what the answers said (harness/models/attempts.py).
+    failed_requests: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
@@ -95,6 +98,7 @@ class Usage(BaseModel):
         self.cache_creation_input_tokens += other.cache_creation_input_tokens
         self.thinking_tokens += other.thinking_tokens
         self.model_calls += other.model_calls
+        self.failed_requests += other.failed_requests
 
     @property
     def prompt_tokens(self) -> int:

@@ -496,12 +496,16 @@ class Neon:
         admin.execute(rename.format(sql.Identifier(db.pg_name), sql.Identifier(kept)))
         keep.append((db.name, kept, db.owner_name))
 
-    def delete_expired_branches(self) -> list[str]:
-        """Delete branches whose ``expires_at`` has passed (children first); returns their ids."""
+    def delete_expired_branches(self, now: datetime | None = None) -> list[str]:
+        """Delete branches whose ``expires_at`` is at or before ``now`` (children first); returns their ids.
+
+        ``now`` defaults to this moment; a test passes its own instead of waiting for a branch to expire.
+        """
         with self.catalog.connect() as conn:
             rows = conn.execute(
-                "SELECT project_id, id FROM branches WHERE expires_at <= now() AND NOT is_default "
-                "ORDER BY created_at DESC"
+                "SELECT project_id, id FROM branches WHERE expires_at <= %s AND NOT is_default "
+                "ORDER BY created_at DESC",
+                (now or datetime.now(UTC),),
             ).fetchall()
         deleted = []
         for row in rows:

@@ -200,8 +200,35 @@ async def test_a_call_the_server_could_not_parse_is_the_models_outcome_after_the
         asked = len(server.bodies(route))
     assert asked == 2  # the SDK retried the 500 once, as for any server error
     assert turn.stop_reason == "tool_call_unparsed" and turn.content == []
+    assert turn.usage.failed_requests == 2 and turn.usage.model_calls == 0
     outcome, reason = stop_outcome(turn, LoopSettings())
     assert outcome == "tool_call_as_text" and body["error"]["message"] in reason
+
+
+@pytest.mark.parametrize("route", [CHAT, MESSAGES])
+async def test_an_attempt_the_sdk_retried_is_counted_beside_the_answers_tokens(route: str) -> None:
+    # The CI smoke once saw llama-server count one request more than the records: a 500 the SDK
+    # retried. The answer's usage is the second attempt's; the failed one is counted, not hidden.
+    malformed, parsed = (
+        ("openai_tool_call_malformed", "openai_tool_call_parsed")
+        if route == CHAT
+        else ("anthropic_tool_call_malformed", "anthropic_tool_call_parsed")
+    )
+    with LlamaReplay(chat=[malformed, parsed], messages=[malformed, parsed]) as server:
+        if route == CHAT:
+            provider: Any = OpenAICompatProvider(MODEL, "local", base_url=server.openai_url, max_retries=1)
+        else:
+            provider = AnthropicProvider(MODEL, "local", base_url=server.url, max_retries=1)
+        turn = await provider.complete(system=None, messages=ASK, tools=[], max_tokens=64, temperature=None)
+        await provider.aclose()
+    _, body = answer(parsed)
+    answered = body["usage"]
+    anthropic_parts = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    prompt = answered["prompt_tokens"] if route == CHAT else sum(answered.get(k) or 0 for k in anthropic_parts)
+    assert turn.stop_reason == "tool_use"
+    assert turn.usage.failed_requests == 1 and turn.usage.model_calls == 1
+    assert turn.usage.output_tokens == (answered["completion_tokens"] if route == CHAT else answered["output_tokens"])
+    assert turn.usage.prompt_tokens == prompt > 0
 
 
 async def test_a_call_the_server_parsed_is_a_tool_use_on_both_routes() -> None:

@@ -15,7 +15,7 @@ import pytest
 from analysis.rescore import score_run
 from harness.cases import load_file
 from harness.recording.records import Snapshot, TrialRecord
-from localmodel.checks import load_records, render, run_problems, trial_lines, unanswered_tool_uses
+from localmodel.checks import load_records, render, run_problems, token_check, trial_lines, unanswered_tool_uses
 from localmodel.smoke import SMOKE_CASES, write_cases
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "llama" / "smoke-run"
@@ -54,6 +54,24 @@ def test_token_counts_that_differ_from_the_servers_fail(cases: dict[str, Any]) -
     tokens["prompt_tokens"] += 1
     (problem,) = problems_of(recorded(), cases, tokens)
     assert "the server counted" in problem
+
+
+def test_a_server_counting_more_is_explained_only_by_requests_it_failed(cases: dict[str, Any]) -> None:
+    # CI's smoke once met this: llama-server answered a call it could not parse with a 500 after
+    # generating it, the SDK asked again, and the server's counters held both attempts.
+    tokens = server_tokens()
+    tokens["prompt_tokens"] += 2817
+    tokens["completion_tokens"] += 35
+    records = recorded()
+    assert problems_of(records, cases, tokens) != []  # no failed request on record: unexplained
+    records[0].usage.failed_requests = 1
+    assert problems_of(records, cases, tokens) == []
+    problem, note = token_check(records, tokens, MODEL)
+    assert problem is None and note is not None and "1 request(s)" in note
+    fewer = server_tokens()
+    fewer["completion_tokens"] -= 1  # a failed request never makes the server count less
+    (problem,) = problems_of(records, cases, fewer)
+    assert "less than the records" in problem
 
 
 def test_a_trial_that_never_reached_the_model_fails(cases: dict[str, Any]) -> None:

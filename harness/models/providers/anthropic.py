@@ -19,6 +19,7 @@ from typing import Any
 
 import braintrust
 
+from harness.models.attempts import counting_http_client, failed_attempts
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
     ServerLimits,
@@ -89,9 +90,15 @@ class AnthropicProvider:
         self._api_key = api_key
         # The SDK loads here, not when the provider registers: every `braintrust eval` (a control-agent
         # run included) discovers every provider, and importing the SDK costs about a second of CPU.
-        from anthropic import AsyncAnthropic
+        from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
-        client = AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+        client = AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=counting_http_client(DefaultAsyncHttpxClient),
+        )
         self._raw = client
         self.client = braintrust.wrap_anthropic(client)
 
@@ -138,21 +145,34 @@ class AnthropicProvider:
             system=system, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature
         )
         try:
-            response = await self.client.messages.create(**kwargs)
+            with failed_attempts() as failed:
+                response = await self.client.messages.create(**kwargs)
         except BadRequestError as error:
             detail = overflow_detail(error.status_code, error.body, error.message)
             if detail is None:
                 raise
-            return ModelTurn(content=[], stop_reason="model_context_window_exceeded", stop_detail=detail)
+            return ModelTurn(
+                content=[],
+                stop_reason="model_context_window_exceeded",
+                stop_detail=detail,
+                usage=Usage(failed_requests=failed.count),
+            )
         except InternalServerError as error:  # after the SDK's retries: the model wrote it the same way each time
             detail = unparsed_call_detail(error.status_code, error.body, error.message)
             if detail is None:
                 raise
-            return ModelTurn(content=[], stop_reason="tool_call_unparsed", stop_detail=detail)
+            return ModelTurn(
+                content=[],
+                stop_reason="tool_call_unparsed",
+                stop_detail=detail,
+                usage=Usage(failed_requests=failed.count),
+            )
+        usage = usage_of(response.usage)
+        usage.failed_requests = failed.count
         return ModelTurn(
             content=[_block(block) for block in response.content],
             stop_reason=str(response.stop_reason or "end_turn"),
-            usage=usage_of(response.usage),
+            usage=usage,
             model=str(response.model),
         )
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import braintrust
 
+from harness.models.attempts import counting_http_client, failed_attempts
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
     ServerLimits,
@@ -143,9 +144,10 @@ class OpenAICompatProvider:
         self.base_url = base_url
         self._context_window = context_window or openai_rules(model).context_window
         self._api_key = api_key
-        from openai import AsyncOpenAI  # loaded here, not when the provider registers (as anthropic.py)
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # loaded here, as in anthropic.py
 
-        client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries)
+        http_client = counting_http_client(DefaultAsyncHttpxClient)
+        client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, http_client=http_client)
         self._raw = client
         self.client = braintrust.wrap_openai(client)
 
@@ -170,23 +172,36 @@ class OpenAICompatProvider:
         if temperature is not None:
             kwargs["temperature"] = temperature
         try:
-            response = await self.client.chat.completions.create(**kwargs)
+            with failed_attempts() as failed:
+                response = await self.client.chat.completions.create(**kwargs)
         except BadRequestError as error:
             detail = overflow_detail(error.status_code, error.body, error.message)
             if detail is None:
                 raise
-            return ModelTurn(content=[], stop_reason="model_context_window_exceeded", stop_detail=detail)
+            return ModelTurn(
+                content=[],
+                stop_reason="model_context_window_exceeded",
+                stop_detail=detail,
+                usage=Usage(failed_requests=failed.count),
+            )
         except InternalServerError as error:  # after the SDK's retries: the model wrote it the same way each time
             detail = unparsed_call_detail(error.status_code, error.body, error.message)
             if detail is None:
                 raise
-            return ModelTurn(content=[], stop_reason="tool_call_unparsed", stop_detail=detail)
+            return ModelTurn(
+                content=[],
+                stop_reason="tool_call_unparsed",
+                stop_detail=detail,
+                usage=Usage(failed_requests=failed.count),
+            )
         choice = response.choices[0]
         blocks, stop = from_openai_message(choice.message, choice.finish_reason)
+        usage = usage_of(response.usage, response.model_extra)
+        usage.failed_requests = failed.count
         return ModelTurn(
             content=blocks,
             stop_reason=stop,
-            usage=usage_of(response.usage, response.model_extra),
+            usage=usage,
             model=str(response.model or ""),
         )
 
