@@ -3,6 +3,7 @@ signal kills is tried again, an exit with a status is not, and repeated crashes 
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -33,9 +34,16 @@ http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
 
 
 def stand_in(folder: Path, crashes: int, exit_status: int = 0) -> Path:
-    script = folder / "llama server stand-in.py"
-    body = STAND_IN.replace("CRASHES", str(crashes)).replace("EXIT_STATUS", str(exit_status))
-    script.write_text(f"#!{sys.executable}\n{body}", encoding="utf-8")
+    body = folder / "llama server stand-in.py"
+    body.write_text(
+        STAND_IN.replace("CRASHES", str(crashes)).replace("EXIT_STATUS", str(exit_status)), encoding="utf-8"
+    )
+    # A shell wrapper, not a `#!` line naming the interpreter: Linux splits a shebang at its first
+    # space, and a checkout (so its .venv's python) may live under a path with spaces.
+    script = folder / "llama server stand-in"
+    script.write_text(
+        f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(body))} "$@"\n', encoding="utf-8"
+    )
     script.chmod(0o755)
     return script
 

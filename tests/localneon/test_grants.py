@@ -17,6 +17,8 @@ import psycopg
 import pytest
 from mcp_types import Tool
 
+from harness.servers.neon.conventions import NEON_TOOLS as KNOWN
+from harness.servers.neon.conventions import conventional_annotations
 from localneon.engine.branching import Neon
 from tests.localneon.helpers import HttpServer, Proj, call, err, http_client, ok
 
@@ -166,3 +168,12 @@ async def test_no_valid_category_warns_on_every_result(http_server: HttpServer) 
     assert not result.is_error
     *answer, warning = [getattr(block, "text", "") for block in result.content]
     assert answer and "valid category" in warning and '"search" and "fetch"' in warning
+
+
+def test_the_harness_knows_every_neon_tool_by_the_annotations_neon_gives_it() -> None:
+    # The harness judges a server that declares no annotations, and reads a case's forbidden Neon
+    # tools, by harness/servers/neon/conventions.py: a tool added here but not there is judged blind.
+    assert sorted(KNOWN) == sorted(NEON_TOOLS)
+    for name, facts in NEON_TOOLS.items():
+        wanted = {"readOnlyHint": facts["readOnlyHint"], "destructiveHint": facts["destructiveHint"]}
+        assert conventional_annotations(name) == wanted, name

@@ -17,15 +17,8 @@ def braintrust_metadata(case_id: str, **fields: Any) -> dict[str, Any]:
     return {"trial": trial.model_dump(mode="json"), "case": case(case_id).model_dump(mode="json")}
 
 
-def test_names_match_score_names() -> None:
-    names = [scorer.__name__ for scorer in adapters.SCORERS]
-    assert names == [
-        "main_branch_integrity",
-        "data_integrity",
-        "tool_trajectory",
-        "temporary_branch_cleanup",
-        "factuality",
-    ]
+def test_the_judge_adapter_is_asynchronous() -> None:
+    # Names and order are test_registry.py's (ALL there is the one list a new scorer joins).
     assert inspect.iscoroutinefunction(adapters.by_name("factuality"))
 
 

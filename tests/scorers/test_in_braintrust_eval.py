@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 from braintrust import Eval, EvalCase
 
-from scorers import adapters
+from scorers import adapters, registry
 from tests.fakes.openai_judge import FakeJudge
 from tests.scorers.conftest import call, case, record
+
+# The scores whose verdict on this record the test knows; a new scorer is checked in its own tests.
+KNOWN = ("main_branch_integrity", "data_integrity", "tool_trajectory", "temporary_branch_cleanup", "factuality")
 
 
 def test_adapters_score_inside_eval(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,7 +43,8 @@ def test_adapters_score_inside_eval(monkeypatch: pytest.MonkeyPatch, capsys: pyt
             no_send_logs=True,
         )
     (row,) = result.results
-    assert row.scores == {
+    assert set(row.scores) == set(registry.NAMES)  # every registered score, a new one included
+    assert {name: row.scores[name] for name in KNOWN} == {
         "main_branch_integrity": None,  # no snapshots in this record
         "data_integrity": None,
         "tool_trajectory": 1,
