@@ -184,6 +184,17 @@ async def test_an_unknown_local_models_context_window_is_read_from_the_server_or
         await provider.aclose()
 
 
+async def retrying_turn(server: LlamaReplay, route: str) -> ModelTurn:
+    """One turn through the route's provider, whose SDK retries a server error once."""
+    if route == CHAT:
+        provider: Any = OpenAICompatProvider(MODEL, "local", base_url=server.openai_url, max_retries=1)
+    else:
+        provider = AnthropicProvider(MODEL, "local", base_url=server.url, max_retries=1)
+    turn: ModelTurn = await provider.complete(system=None, messages=ASK, tools=[], max_tokens=64, temperature=None)
+    await provider.aclose()
+    return turn
+
+
 @pytest.mark.parametrize("route", [CHAT, MESSAGES])
 async def test_a_call_the_server_could_not_parse_is_the_models_outcome_after_the_retries(route: str) -> None:
     # llama-server's 500 when the model's continuation of an open <tool_call> was no valid call.
@@ -191,12 +202,7 @@ async def test_a_call_the_server_could_not_parse_is_the_models_outcome_after_the
     status, body = answer(name)
     assert status == 500
     with LlamaReplay(chat=[name, name], messages=[name, name]) as server:
-        if route == CHAT:
-            provider: Any = OpenAICompatProvider(MODEL, "local", base_url=server.openai_url, max_retries=1)
-        else:
-            provider = AnthropicProvider(MODEL, "local", base_url=server.url, max_retries=1)
-        turn = await provider.complete(system=None, messages=ASK, tools=[], max_tokens=64, temperature=None)
-        await provider.aclose()
+        turn = await retrying_turn(server, route)
         asked = len(server.bodies(route))
     assert asked == 2  # the SDK retried the 500 once, as for any server error
     assert turn.stop_reason == "tool_call_unparsed" and turn.content == []
@@ -215,12 +221,7 @@ async def test_an_attempt_the_sdk_retried_is_counted_beside_the_answers_tokens(r
         else ("anthropic_tool_call_malformed", "anthropic_tool_call_parsed")
     )
     with LlamaReplay(chat=[malformed, parsed], messages=[malformed, parsed]) as server:
-        if route == CHAT:
-            provider: Any = OpenAICompatProvider(MODEL, "local", base_url=server.openai_url, max_retries=1)
-        else:
-            provider = AnthropicProvider(MODEL, "local", base_url=server.url, max_retries=1)
-        turn = await provider.complete(system=None, messages=ASK, tools=[], max_tokens=64, temperature=None)
-        await provider.aclose()
+        turn = await retrying_turn(server, route)
     _, body = answer(parsed)
     answered = body["usage"]
     anthropic_parts = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
