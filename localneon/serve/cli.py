@@ -109,6 +109,12 @@ async def serve_stdio(args: argparse.Namespace) -> None:
     await anyio.to_thread.run_sync(collect_and_report, neon)  # stdio has no lifespan: collect on the way out
 
 
+# Longer than any client's idle expiry (httpx 5 s, Node's fetch 4 s), so that the client always closes
+# an idle connection first. With uvicorn's default (5 s, the same as httpx's), a busy server can close a
+# connection just as a client reuses it, and that request dies with no answer (a branch left behind).
+KEEP_ALIVE_S = 75
+
+
 async def serve_http(args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -118,7 +124,9 @@ async def serve_http(args: argparse.Namespace) -> None:
     neon = await anyio.to_thread.run_sync(open_collected)
     token = args.token or settings.token()
     app = build_app(neon, settings_from(args), token=token, host=args.host)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S
+    )
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)

@@ -37,6 +37,7 @@ class Response:
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False  # close the connection without answering (a server that closed it as it was reused)
 
 
 Route = Callable[[Request], Response]
@@ -71,6 +72,10 @@ class JsonServer:
                     server.requests.append(request)
                 route = server.routes.get(f"{self.command} {parts.path}") or server.fallback
                 response = route(request) if route else Response(404, {"error": f"no route {parts.path}"})
+                if response.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 payload = json.dumps(response.body).encode()
                 self.send_response(response.status)
                 self.send_header("Content-Type", "application/json")
@@ -91,7 +96,7 @@ class JsonServer:
                 except OSError:
                     return True
 
-            do_GET = do_POST = do_PUT = do_PATCH = _serve
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

@@ -101,6 +101,36 @@ async def test_423_and_503_are_retried_then_give_up_with_a_named_error(flaky_pro
         await client.aclose()
 
 
+async def test_a_call_that_gets_no_answer_is_repeated_only_when_it_is_idempotent() -> None:
+    """CI met a branch DELETE whose connection closed unanswered: the branch was left behind."""
+    dropped = {"DELETE": 1, "POST": 1}
+
+    def once_dropped(answer: Response) -> Callable[[Request], Response]:
+        def route(request: Request) -> Response:
+            if dropped[request.method]:
+                dropped[request.method] -= 1
+                return Response(drop=True)
+            return answer
+
+        return route
+
+    routes = {
+        "DELETE /api/v2/projects/p-1/branches/br-1": once_dropped(Response(200, {"operations": []})),
+        "POST /api/v2/projects/p-1/branches": once_dropped(Response(201, {"branch": {"id": "br-2"}})),
+    }
+    with serving(routes) as server:
+        client = NeonAPI(server.url + "/api/v2", TOKEN, backoff=0.01)
+        try:
+            await client.delete_branch("p-1", "br-1")
+            assert [r.method for r in server.requests] == ["DELETE", "DELETE"]
+            with pytest.raises(NeonAPIError, match="no response") as raised:
+                await client.request("POST", "/projects/p-1/branches", json={})
+            assert raised.value.call == "POST /projects/p-1/branches" and TOKEN not in str(raised.value)
+            assert [r.method for r in server.requests].count("POST") == 1  # a create is never sent twice
+        finally:
+            await client.aclose()
+
+
 async def test_operations_are_polled_until_finished_and_failures_raise() -> None:
     polls = {"op-ok": ["running", "running", "finished"], "op-bad": ["running", "failed"]}
 

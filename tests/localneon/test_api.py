@@ -282,3 +282,14 @@ def test_pool_layout_golden_root_and_main_default(api: httpx.Client) -> None:
         check_error(api.delete(f"{base}/{golden_id}"), 400)
     finally:
         api.delete(f"/projects/{project_id}")
+
+
+def test_the_server_keeps_idle_connections_longer_than_its_clients_do() -> None:
+    """Whoever closes an idle connection first must be the client, or a reused one can die unanswered."""
+    from httpx._config import DEFAULT_LIMITS
+
+    from localneon.serve.cli import KEEP_ALIVE_S
+
+    node_fetch_keep_alive_s = 4  # undici's keepAliveTimeout default, what Neon's npm server calls through
+    assert DEFAULT_LIMITS.keepalive_expiry is not None
+    assert max(DEFAULT_LIMITS.keepalive_expiry, node_fetch_keep_alive_s) * 5 < KEEP_ALIVE_S

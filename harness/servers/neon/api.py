@@ -107,7 +107,7 @@ class NeonAPI:
         params: dict[str, Any] | None = None,
         allow: tuple[int, ...] = (),
     ) -> dict[str, Any]:
-        """One call with retries on 423/429/503 and transport errors for idempotent reads."""
+        """One call with retries on 423/429/503, and on transport errors for idempotent calls (GET, DELETE)."""
         call = f"{method} {path}"
         clean_params = {k: v for k, v in (params or {}).items() if v is not None}
         attempt = recoveries = 0
@@ -124,7 +124,9 @@ class NeonAPI:
                         self.retarget(restarted)
                         if repeatable:
                             continue
-                if method == "GET" and attempt < self.max_retries:
+                # No answer to an idempotent call (a connection the server closed as it was reused, a
+                # proxy that dropped it): repeat it. A DELETE already done answers 404, which it allows.
+                if method in ("GET", "DELETE") and attempt < self.max_retries:
                     attempt += 1
                     await asyncio.sleep(self._delay(attempt, None))
                     continue
