@@ -13,10 +13,9 @@ STOP_PG = $(PY) -m localneon.pg release >/dev/null 2>&1 || true
 TEST_CLUSTERS = .localneon/test-pgdata* .localneon/scorer-test-pgdata* .localneon/faults-pgdata* \
 	$${LOCALNEON_TEST_ROOT:+$$LOCALNEON_TEST_ROOT/test-pgdata* $$LOCALNEON_TEST_ROOT/scorer-test-pgdata* \
 	$$LOCALNEON_TEST_ROOT/faults-pgdata*}
-RELEASE_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
-	[ -d "$$dir" ] && LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg release >/dev/null 2>&1 || true; done
-STOP_CLUSTERS = for dir in $(TEST_CLUSTERS); do \
-	[ -d "$$dir" ] && LOCALNEON_PGDATA=$$dir $(PY) -m localneon.pg stop >/dev/null 2>&1 || true; done
+# One process for them all: a process each cost about a second of imports per folder (7 s of `make check`).
+RELEASE_CLUSTERS = $(PY) -m localneon.pg release $(TEST_CLUSTERS) >/dev/null 2>&1 || true
+STOP_CLUSTERS = $(PY) -m localneon.pg stop $(TEST_CLUSTERS) >/dev/null 2>&1 || true
 STOP_TEST_PG = $(RELEASE_CLUSTERS)
 # $(call THEN_STOP,command,stop): run the command, then the stop, however it ended. A Ctrl-C (or a
 # SIGTERM to the group) reaches the command as usual; the recipe's shell only waits it out (its trap

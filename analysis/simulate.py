@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass
 from functools import cache
 
 import numpy as np
-from scipy.stats import beta as beta_dist
 
 from analysis.sequential import (
     ABOVE,
@@ -133,7 +132,9 @@ def fixed_paired_verdict(n: int, b: int, c: int, margin: float, *, naive: bool) 
         return PAIRED_CODES[IMPROVED if c > b else REGRESSED]
     if naive:
         return PAIRED_CODES[FINE]
-    upper = 1.0 if b + c == n else float(beta_dist.ppf(0.975, b + c + 1, n - b - c))
+    from scipy.stats import beta  # here, not at import: scipy.stats costs 2 s, and the tests' collection imports this
+
+    upper = 1.0 if b + c == n else float(beta.ppf(0.975, b + c + 1, n - b - c))
     return PAIRED_CODES[FINE if upper < margin else UNDECIDED]
 
 

@@ -228,12 +228,46 @@ def test_loading_the_evals_and_every_provider_leaves_the_model_libraries_unloade
         "import sys, evals._wiring\n"
         "from harness.models.providers.registry import provider_specs\n"
         "provider_specs()\n"
+        "from datetime import date\n"
+        "from harness.models.rules import end_of_life_refusal\n"  # the SDK's deprecation table, read as a file
+        "end_of_life_refusal('anthropic:claude-opus-4-5', date(2026, 12, 1))\n"
         f"print(sorted(name for name in {HEAVY_LIBRARIES!r} if name in sys.modules))\n"
     )
     repo = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", f"loaded at import: {done.stdout.strip()}"
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top-level packages a module imports when it is loaded: its own top-level statements (and
+    those of its top-level `if`/`try` blocks), not the imports inside functions."""
+    found: set[str] = set()
+    pending: list[ast.stmt] = list(ast.parse(path.read_text(), str(path)).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.If) and not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            pending.extend([*node.body, *node.orelse])
+        elif isinstance(node, ast.Try):
+            pending.extend([*node.body, *node.orelse, *node.finalbody])
+    return found
+
+
+def test_no_module_and_no_test_file_loads_a_model_library_when_imported() -> None:
+    """Every test worker imports every test file to collect it, and the suite's modules with them: a
+    model SDK or scipy at the top of one costs each worker its import (the SDK 2 s, scipy.stats 2 s).
+    They are imported where they are used."""
+    files = [*project_modules().values(), *(ROOT / "tests").rglob("*.py")]
+    loading = sorted(
+        f"{path.relative_to(ROOT)} imports {', '.join(sorted(heavy))}"
+        for path in files
+        if (heavy := top_level_imports(path) & set(HEAVY_LIBRARIES))
+    )
+    assert loading == [], "import these inside the functions that use them: " + "; ".join(loading)
 
 
 FAMILY_PACKAGES = ("harness.servers.neon", "harness.servers.dbhub")

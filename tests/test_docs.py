@@ -375,20 +375,32 @@ def reader_functions(trees: list[ast.Module]) -> dict[str, int]:
     directly or by handing it to another such function, in any of `trees`: name -> the parameter's
     position. So `settings.share_limit("EVAL_MAX_INFRA_ERRORS")` counts, where `share_limit` passes its
     name on to the settings module's reader."""
-    functions = [
-        node for tree in trees for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    ]
+    functions = [function for tree in trees for function in _functions(tree)]
     readers: dict[str, int] = {}
     while True:
         before = dict(readers)
-        for node in functions:
-            params = _parameters(node)
-            for inner in ast.walk(node):
+        for name, params, candidates in functions:
+            for inner in candidates:
                 for key in EnvReads.read_keys(inner, readers):
-                    if isinstance(key, ast.Name) and key.id in params and node.name not in readers:
-                        readers[node.name] = params.index(key.id)
+                    if isinstance(key, ast.Name) and key.id in params and name not in readers:
+                        readers[name] = params.index(key.id)
         if readers == before:
             return readers
+
+
+@cache
+def _functions(tree: ast.Module) -> list[tuple[str, list[str], list[ast.AST]]]:
+    """A module's functions: name, parameters, and the nodes in them that can read (calls, subscripts,
+    comparisons). Walked once a module: `reader_functions` goes over them until nothing is added, for
+    all modules and then for each, and walking whole trees each time cost seconds."""
+    return [
+        (node.name, _parameters(node), [inner for inner in ast.walk(node) if isinstance(inner, _MAY_READ)])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+_MAY_READ = (ast.Call, ast.Subscript, ast.Compare)  # the only nodes `EnvReads.read_keys` finds a name in
 
 
 def string_constants(tree: ast.Module) -> dict[str, str]:

@@ -17,9 +17,13 @@ A model that is not listed has unknown rules: nothing is refused up front and it
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import cache
+from pathlib import Path
 from typing import Literal
 
 from harness.recording.records import Usage
@@ -177,15 +181,52 @@ def _parse_sdk_date(text: str) -> date | None:
         return None
 
 
+@cache
+def sdk_deprecated_models() -> dict[str, str]:
+    """The installed Anthropic SDK's `DEPRECATED_MODELS` (model id -> end-of-life date as written).
+
+    Read from its data file, not imported: importing anything of the SDK loads all of it (about 2 s),
+    and every Settings for a Claude model asks for these dates, a control-agent run included. An SDK
+    whose file is missing or shaped otherwise is imported after all; one without the table gives {}."""
+    spec = importlib.util.find_spec("anthropic")  # finds the package without running it
+    if spec is not None and spec.origin:
+        table = _assigned_literal(Path(spec.origin).parent / "_data" / "deprecated_models.py", "DEPRECATED_MODELS")
+        if isinstance(table, dict):
+            return {str(name): str(text) for name, text in table.items()}
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:  # an SDK without the table: the rules table's dates alone
+        return {}
+    return {str(name): str(text) for name, text in DEPRECATED_MODELS.items()}
+
+
+def _assigned_literal(source: Path, name: str) -> object:
+    """The literal value a module file assigns to `name` at its top level (None: no such file or literal)."""
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    targets: list[ast.expr]
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            targets, value = [node.target], node.value
+        elif isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        else:
+            continue
+        if value is not None and any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            try:
+                return ast.literal_eval(value)
+            except ValueError:
+                return None
+    return None
+
+
 def end_of_life_dates() -> dict[str, tuple[str, date | None]]:
     """Every Claude model id with an end-of-life date, as written and parsed: the rules table's own
     dates, and whatever else the installed Anthropic SDK lists as deprecated (the table wins: an SDK
     released after a retirement no longer lists the retired model, which must still be refused)."""
-    try:
-        from anthropic._data import DEPRECATED_MODELS
-    except ImportError:  # an SDK without the table: the rules table's dates alone
-        DEPRECATED_MODELS = {}
-    dates = {str(name): (str(text), _parse_sdk_date(str(text))) for name, text in DEPRECATED_MODELS.items() if text}
+    dates = {name: (text, _parse_sdk_date(text)) for name, text in sdk_deprecated_models().items() if text}
     for rules in ANTHROPIC.values():
         if rules.end_of_life:
             dates[rules.model.partition(":")[2]] = (rules.end_of_life, _parse_sdk_date(rules.end_of_life))

@@ -563,34 +563,50 @@ def server_major(conninfo: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m localneon.pg start|stop|status|release``: manage the embedded server."""
+    """``python -m localneon.pg start|stop|status|release [PGDATA ...]``: manage the embedded server."""
     parser = argparse.ArgumentParser(prog="python -m localneon.pg", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["start", "stop", "status", "release"])
     parser.add_argument("--pid", type=int, help="release: the lease of this process (default: only dead ones)")
+    parser.add_argument(
+        "pgdata",
+        nargs="*",
+        type=Path,
+        help="the data directories (default: LOCALNEON_PGDATA or .localneon/pgdata); stop and release take "
+        "several in one process, as make does for the test clusters",
+    )
     args = parser.parse_args(argv)
-    pgdata = pgdata_path()
-    try:
-        if args.command == "start":
-            cluster = start_embedded(pgdata, lease=False)
-            with _lock(pgdata):
-                leases.keep(pgdata)  # started by hand: it runs until `stop`
-            print(cluster.admin_conninfo)
-            return 0
-        if args.command == "stop":
-            stopped = stop_embedded(pgdata)
-            print(f"stopped {pgdata}" if stopped else f"not running: {pgdata}")
-            return 0
-        if args.command == "release":
-            if release(pgdata, args.pid):
-                print(f"stopped {pgdata}")
-            elif (pgdata / "PG_VERSION").exists() and _read_uri(pgdata) is not None:
-                print(f"left running: {pgdata} (in use: {', '.join(leases.live(pgdata)) or 'LOCALNEON_KEEP=1'})")
-            else:
-                print(f"not running: {pgdata}")
-            return 0
-    except ClusterError as error:
-        print(f"localneon.pg: {error}", file=sys.stderr)
-        return 2
+    if len(args.pgdata) > 1 and args.command in ("start", "status"):
+        parser.error(f"{args.command} takes one data directory, not {len(args.pgdata)}")
+    status = 0
+    for pgdata in args.pgdata or [pgdata_path()]:
+        try:
+            status = max(status, _command(args.command, pgdata.expanduser().resolve(), args.pid))
+        except Exception as error:  # one directory's trouble is said and does not spare the others
+            print(f"localneon.pg: {pgdata}: {error}", file=sys.stderr)
+            status = 2
+    return status
+
+
+def _command(command: str, pgdata: Path, pid: int | None) -> int:
+    """One command on one data directory; its exit status."""
+    if command == "start":
+        cluster = start_embedded(pgdata, lease=False)
+        with _lock(pgdata):
+            leases.keep(pgdata)  # started by hand: it runs until `stop`
+        print(cluster.admin_conninfo)
+        return 0
+    if command == "stop":
+        stopped = stop_embedded(pgdata)
+        print(f"stopped {pgdata}" if stopped else f"not running: {pgdata}")
+        return 0
+    if command == "release":
+        if release(pgdata, pid):
+            print(f"stopped {pgdata}")
+        elif (pgdata / "PG_VERSION").exists() and _read_uri(pgdata) is not None:
+            print(f"left running: {pgdata} (in use: {', '.join(leases.live(pgdata)) or 'LOCALNEON_KEEP=1'})")
+        else:
+            print(f"not running: {pgdata}")
+        return 0
     uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
     print(uri if uri else f"not running: {pgdata}")
     return 0 if uri else 1

@@ -91,6 +91,29 @@ def test_keep_and_pg_start_keep_the_cluster_running(
     assert not running(pgdata)
 
 
+def test_one_release_takes_every_test_cluster_and_spares_the_kept_one(
+    request: pytest.FixtureRequest, users: list[subprocess.Popen[str]]
+) -> None:
+    """`make` releases all its test clusters in one process (one each cost a second of imports)."""
+    orphaned, live, kept = (own_cluster_dir(request, f"leases-{name}-{secrets.token_hex(3)}") for name in "olk")
+    holder = user(orphaned, users)
+    holder.send_signal(signal.SIGKILL)  # its lease stops counting; the cluster runs on
+    holder.wait(10)
+    user(live, users)
+    assert (
+        run_in_repo(python_module("localneon.pg", "start"), {**os.environ, "LOCALNEON_PGDATA": str(kept)}).returncode
+        == 0
+    )
+    never = orphaned.parent / "never made"
+    released = run_in_repo(python_module("localneon.pg", "release", str(orphaned), str(never), str(live), str(kept)))
+    assert released.returncode == 0, released.stderr
+    assert not running(orphaned) and running(live) and running(kept)
+    assert f"stopped {orphaned}" in released.stdout and f"not running: {never}" in released.stdout
+    assert f"left running: {live}" in released.stdout and f"left running: {kept}" in released.stdout
+    stopped = run_in_repo(python_module("localneon.pg", "stop", str(live), str(kept)))
+    assert stopped.returncode == 0 and not running(live) and not running(kept), stopped.stderr
+
+
 def test_a_removed_cluster_leaves_no_lock_file_or_leases_beside_it(users: list[subprocess.Popen[str]]) -> None:
     pgdata = REPO_ROOT / ".localneon" / f"removed-{secrets.token_hex(3)}"
     try:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from anthropic import BadRequestError
 
 from harness.models.providers.anthropic import AnthropicProvider
 from harness.models.providers.registry import rules_for
-from harness.models.rules import cost_usd
+from harness.models.rules import _assigned_literal, cost_usd, sdk_deprecated_models
 from tests.fakes.anthropic_server import FakeAnthropic, Step, reply, text, tool_use
 
 LONG = "Runs one SQL statement on a branch of a Neon project and returns the rows. " * 80  # > 1024 tokens
@@ -22,6 +22,19 @@ QUESTION = [{"role": "user", "content": "How many posts are there?"}]
 def post(fake: FakeAnthropic, **body: Any) -> httpx.Response:
     payload = {"model": "claude-sonnet-5-5", "max_tokens": 100, "messages": QUESTION, **body}
     return httpx.post(fake.url + "/v1/messages", json=payload, headers={"x-api-key": "k"})
+
+
+def test_the_sdks_deprecation_table_is_read_from_its_file_as_the_sdk_has_it(tmp_path: Path) -> None:
+    from anthropic._data import DEPRECATED_MODELS
+
+    assert sdk_deprecated_models() == dict(DEPRECATED_MODELS) != {}
+    table = tmp_path / "table.py"
+    table.write_text(
+        "from typing import Dict\nX: Dict[str, str] = {'a': 'May 1st, 2027'}\nY = {'b': 'c'}\nZ = make()\n"
+    )
+    assert _assigned_literal(table, "X") == {"a": "May 1st, 2027"} and _assigned_literal(table, "Y") == {"b": "c"}
+    assert _assigned_literal(table, "Z") is None and _assigned_literal(table, "W") is None  # then the SDK is imported
+    assert _assigned_literal(tmp_path / "missing.py", "X") is None
 
 
 def test_settings_a_current_model_refuses_get_anthropics_400_body() -> None:
@@ -41,6 +54,8 @@ def test_settings_a_current_model_refuses_get_anthropics_400_body() -> None:
 
 
 async def test_thinking_blocks_go_back_unchanged_and_caching_is_counted_and_priced() -> None:
+    from anthropic import BadRequestError  # here: the SDK costs 2 s to import, every worker collects this file
+
     first_reply = reply(text("Let me count them."), tool_use("run_sql", {"sql": "select count(*) from posts"}))
     script: list[Step] = [first_reply, reply(text("There are 3 posts."))]
     with FakeAnthropic(script) as fake:

@@ -6,7 +6,6 @@ from typing import Any
 
 import httpx
 import pytest
-from anthropic import BadRequestError
 
 from harness.models.control.transcript import parse_prepare
 from harness.models.providers.anthropic import AnthropicProvider
@@ -38,6 +37,8 @@ async def test_anthropic_provider_round_trip_with_retry_after_529() -> None:
 
 
 async def test_fake_rejects_a_tool_use_without_tool_result() -> None:
+    from anthropic import BadRequestError  # here: the SDK costs 2 s to import, every worker collects this file
+
     broken: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": [tool_use("run_sql", {}, id="toolu_1")]},
