@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
+import io
 import re
+import runpy
 import shlex
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -277,17 +279,17 @@ def check_module_command(arguments: list[str]) -> list[str]:
 
 @cache
 def module_help(module: str, positionals: tuple[str, ...]) -> str:
-    """What `python -m MODULE POSITIONALS... --help` prints: run once a test process for each command
-    (each run is a Python start and the module's imports, a second or more of CPU)."""
-    shown = subprocess.run(
-        [sys.executable, "-m", module, *positionals, "--help"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return shown.stdout
+    """What `python -m MODULE POSITIONALS... --help` prints, run as `python -m` runs it (`runpy`) but in
+    this process: a Python start and the module's imports cost a second or more of CPU a command."""
+    shown = io.StringIO()
+    argv = sys.argv
+    sys.argv = [module, *positionals, "--help"]
+    try:
+        with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
+            runpy.run_module(module, run_name="__main__", alter_sys=False)
+    finally:
+        sys.argv = argv
+    return shown.getvalue()
 
 
 def readme_blocks() -> list[Block]:

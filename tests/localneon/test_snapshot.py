@@ -8,9 +8,13 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from localneon.mcp.snapshot import main as snapshot_main
 from localneon.mcp.surface import SurfaceTool, tool_drift
 from tests.localneon.conftest import REPO, _spawn_http
 from tests.localneon.helpers import HttpServer, http_client
@@ -22,11 +26,31 @@ def snapshot_cli(*args: str, token: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
 
 
+Snapshot = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def snapshot_here(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Snapshot:
+    """The same command in this process (`snapshot_cli` starts Python and its imports each time: a
+    second of CPU a call, and the entry point is already run by the calls that take a snapshot)."""
+
+    def run(*args: str, token: str) -> subprocess.CompletedProcess[str]:
+        monkeypatch.setenv("SNAPSHOT_TEST_TOKEN", token)
+        capsys.readouterr()
+        code = snapshot_main(["--token-env", "SNAPSHOT_TEST_TOKEN", *args])
+        shown = capsys.readouterr()
+        return subprocess.CompletedProcess(["localneon.snapshot", *args], code, shown.out, shown.err)
+
+    return run
+
+
 def tool(document: dict[str, Any], name: str) -> dict[str, Any]:
     return next(t for t in document["tools"] if t["name"] == name)
 
 
-def test_snapshot_worn_by_a_second_server_and_drift(http_server: HttpServer, tmp_path: Path) -> None:
+def test_snapshot_worn_by_a_second_server_and_drift(
+    http_server: HttpServer, tmp_path: Path, snapshot_here: Snapshot
+) -> None:
     taken = tmp_path / "local.json"
     done = snapshot_cli(http_server.mcp_url, "-o", str(taken), token=http_server.token)
     assert done.returncode == 0, done.stderr
@@ -48,8 +72,8 @@ def test_snapshot_worn_by_a_second_server_and_drift(http_server: HttpServer, tmp
     proc, info = _spawn_http(tmp_path, f"--token={token}", f"--surface={surface}")
     try:
         second = info["mcp_url"]
-        assert snapshot_cli("--drift", str(surface), second, token=token).stdout == ""
-        own = snapshot_cli("--drift", str(surface), token="")
+        assert snapshot_here("--drift", str(surface), second, token=token).stdout == ""
+        own = snapshot_here("--drift", str(surface), token="")
         # Worn words are drift a person can read (lengths, similarity, where they part), not a failure.
         [line] = own.stdout.splitlines()
         assert own.returncode == 0 and line.startswith("run_sql: description "), own.stdout + own.stderr
@@ -61,7 +85,7 @@ def test_snapshot_worn_by_a_second_server_and_drift(http_server: HttpServer, tmp
         params["properties"]["query"] = params["properties"].pop("sql")
         params["required"] = ["query" if p == "sql" else p for p in params["required"]]
         (tmp_path / "renamed.json").write_text(json.dumps(renamed))
-        drift = snapshot_cli("--drift", str(tmp_path / "renamed.json"), second, token=token)
+        drift = snapshot_here("--drift", str(tmp_path / "renamed.json"), second, token=token)
         assert drift.returncode == 1
         renaming, wording = drift.stdout.splitlines()  # the second server wears the worn run_sql words
         assert renaming == "run_sql: parameter sql is called query in the snapshot"
@@ -97,10 +121,10 @@ async def test_worn_surface_shows_the_snapshot_words(tmp_path: Path, http_server
     assert tools["list_projects"].annotations and tools["list_projects"].annotations.title == "List Projects"
 
 
-def test_bad_surface_file_is_named(tmp_path: Path) -> None:
+def test_bad_surface_file_is_named(tmp_path: Path, snapshot_here: Snapshot) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"tools": [{"name": 3}]}')
-    done = snapshot_cli("--drift", str(bad), token="")
+    done = snapshot_here("--drift", str(bad), token="")
     assert done.returncode == 2 and "bad.json: tools[0]" in done.stderr
 
 
