@@ -23,6 +23,23 @@ def test_cluster_has_pg_stat_statements_and_matching_pg_dump(neon: Neon) -> None
     assert f" {major}." in version
 
 
+def test_a_projects_role_logs_in_over_tcp_with_a_cheaply_hashed_password(neon: Neon) -> None:
+    """Its verifier is hashed 16 times, not 4096: each login's client work is a fraction of a millisecond."""
+    if not neon.cluster.embedded:
+        return  # a DATABASE_URL server keeps its own settings
+    created = neon.create_project("scram-iterations")
+    try:
+        with psycopg.connect(neon.cluster.admin_conninfo) as conn:
+            row = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (created.project.role_name,)).fetchone()
+        assert row is not None and row[0].startswith("SCRAM-SHA-256$16:"), row
+        uri = neon.uri(neon.target(created.project.id))
+        assert "@127.0.0.1:" in uri, uri  # over TCP, where a password is asked for
+        with psycopg.connect(uri) as conn:
+            assert conn.execute("SELECT current_user").fetchone() == (created.project.role_name,)
+    finally:
+        neon.delete_project(created.project.id)
+
+
 def test_pg_cli_status_reuses_the_running_server(neon: Neon) -> None:
     if not neon.cluster.embedded:
         return
