@@ -19,6 +19,7 @@ import re
 import runpy
 import shlex
 import sys
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -285,7 +286,10 @@ def module_help(module: str, positionals: tuple[str, ...]) -> str:
     argv = sys.argv
     sys.argv = [module, *positionals, "--help"]
     try:
-        with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
+        with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit), warnings.catch_warnings():
+            # runpy warns when the module was imported before (another test did): it runs it afresh as
+            # __main__ all the same, which is all a --help needs.
+            warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
             runpy.run_module(module, run_name="__main__", alter_sys=False)
     finally:
         sys.argv = argv

@@ -30,7 +30,8 @@ def test_a_projects_role_logs_in_over_tcp_with_a_cheaply_hashed_password(neon: N
     created = neon.create_project("scram-iterations")
     try:
         with psycopg.connect(neon.cluster.admin_conninfo) as conn:
-            row = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (created.project.role_name,)).fetchone()
+            query = "SELECT rolpassword FROM pg_authid WHERE rolname = %s"
+            row = conn.execute(query, (created.project.role_name,)).fetchone()
         assert row is not None and row[0].startswith("SCRAM-SHA-256$16:"), row
         uri = neon.uri(neon.target(created.project.id))
         assert "@127.0.0.1:" in uri, uri  # over TCP, where a password is asked for
