@@ -42,13 +42,18 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     a cycle wherever the import sits); imports for type checkers alone are left out."""
     found: set[str] = set()
     for node in runtime_nodes(ast.parse(path.read_text(), str(path))):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        found.update(name for name in names if name in known)
+        found.update(name for name in imported_names(node) if name in known)
     return found
+
+
+def imported_names(node: ast.AST) -> list[str]:
+    """What an import statement names: `import a.b` -> a.b; `from a import b` -> a and a.b (b may be
+    a module or a name in a); relative imports and any other node -> none."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return []
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -246,11 +251,8 @@ def top_level_imports(path: Path) -> set[str]:
     pending: list[ast.stmt] = list(ast.parse(path.read_text(), str(path)).body)
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
-        elif isinstance(node, ast.If) and not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+        found.update(name.split(".")[0] for name in imported_names(node))
+        if isinstance(node, ast.If) and not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
             pending.extend([*node.body, *node.orelse])
         elif isinstance(node, ast.Try):
             pending.extend([*node.body, *node.orelse, *node.finalbody])

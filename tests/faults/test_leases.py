@@ -100,10 +100,8 @@ def test_one_release_takes_every_test_cluster_and_spares_the_kept_one(
     holder.send_signal(signal.SIGKILL)  # its lease stops counting; the cluster runs on
     holder.wait(10)
     user(live, users)
-    assert (
-        run_in_repo(python_module("localneon.pg", "start"), {**os.environ, "LOCALNEON_PGDATA": str(kept)}).returncode
-        == 0
-    )
+    by_hand = run_in_repo(python_module("localneon.pg", "start"), {**os.environ, "LOCALNEON_PGDATA": str(kept)})
+    assert by_hand.returncode == 0, by_hand.stderr
     never = orphaned.parent / "never made"
     released = run_in_repo(python_module("localneon.pg", "release", str(orphaned), str(never), str(live), str(kept)))
     assert released.returncode == 0, released.stderr

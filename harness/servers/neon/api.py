@@ -25,6 +25,7 @@ from harness.clock import Clock, system_clock
 from harness.config import scrub
 
 RETRY_STATUSES = (423, 429, 503)
+IDEMPOTENT = ("GET", "DELETE")  # repeated when no answer came: a second DELETE of what is gone answers 404
 EXPIRY_REFUSALS = (400, 403, 422)  # how an account without the early-access `expires_at` answers
 _EXPIRY_REFUSED: dict[str, str] = {}  # API base URL -> Neon's refusal: asked once per process, not per client
 OK_OPERATION = ("finished", "skipped")
@@ -116,7 +117,7 @@ class NeonAPI:
                 response = await self._client.request(method, path, json=json, params=clean_params or None)
             except httpx.TransportError as error:
                 # A refused connection never reached the server; a GET or DELETE may be repeated anyway.
-                repeatable = isinstance(error, httpx.ConnectError) or method in ("GET", "DELETE")
+                repeatable = isinstance(error, httpx.ConnectError) or method in IDEMPOTENT
                 if self.recover is not None and recoveries < 3:
                     recoveries += 1
                     restarted = await self.recover()  # later calls go to a restarted server either way
@@ -124,9 +125,8 @@ class NeonAPI:
                         self.retarget(restarted)
                         if repeatable:
                             continue
-                # No answer to an idempotent call (a connection the server closed as it was reused, a
-                # proxy that dropped it): repeat it. A DELETE already done answers 404, which it allows.
-                if method in ("GET", "DELETE") and attempt < self.max_retries:
+                # No answer (a connection the server closed as it was reused, a proxy that dropped it).
+                if method in IDEMPOTENT and attempt < self.max_retries:
                     attempt += 1
                     await asyncio.sleep(self._delay(attempt, None))
                     continue
