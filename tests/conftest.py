@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from harness.environment import forget_process_env
+from harness.mcp.server_process import LocalServer, ServerEndpoints
 from localneon.cluster.pg import release
 from tests.pgdirs import FAULTS_PGDATA, SCORER_PGDATA, TEST_PGDATA
 
@@ -17,6 +18,25 @@ from tests.pgdirs import FAULTS_PGDATA, SCORER_PGDATA, TEST_PGDATA
 # controller's unsuffixed value, so that all workers shared one cluster that none of them stopped.
 if "DATABASE_URL" not in os.environ:
     os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
+
+
+SERVER_TOKEN = "test-token-3f9c1a7e5b"
+
+
+@pytest.fixture(scope="session")
+async def local_server() -> AsyncIterator[LocalServer]:
+    """One local server per test process, for every folder's trials (harness, scorers): a start costs
+    about 1.5 CPU-seconds, most of it importing the MCP SDK."""
+    server = LocalServer(token=SERVER_TOKEN)
+    await server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def endpoints(local_server: LocalServer) -> ServerEndpoints:
+    assert local_server.endpoints is not None
+    return local_server.endpoints
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""Shared fixtures for harness tests: small cases, settings from a given environment, the local server."""
+"""Shared fixtures for harness tests: small cases, settings from a given environment, an API client of the
+shared local server (`local_server`, in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 
 from harness.cases import Case
 from harness.config import Settings
-from harness.mcp.server_process import LocalServer, ServerEndpoints
+from harness.mcp.server_process import ServerEndpoints
 from harness.servers.neon.api import NeonAPI
+from tests.conftest import SERVER_TOKEN as TOKEN  # the shared local server's (tests/conftest.py)
 
 FIXTURES = Path(__file__).parent / "fixtures"
-TOKEN = "test-token-3f9c1a7e5b"
 
 
 def make_case(**fields: Any) -> Case:
@@ -39,20 +40,6 @@ def settings_from(env: dict[str, str] | None = None, **overrides: Any) -> Settin
     """Settings from exactly `env` (no process environment, no .env), with field overrides."""
     settings = Settings.from_env(env=env or {}, dotenv_path=None, warn=False)
     return settings.model_copy(update=overrides) if overrides else settings
-
-
-@pytest.fixture(scope="session")
-async def local_server() -> AsyncIterator[LocalServer]:
-    server = LocalServer(token=TOKEN)
-    await server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def endpoints(local_server: LocalServer) -> ServerEndpoints:
-    assert local_server.endpoints is not None
-    return local_server.endpoints
 
 
 @pytest.fixture

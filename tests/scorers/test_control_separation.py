@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,7 @@ from harness.mcp.server_process import LocalServer
 from harness.recording.records import TrialRecord
 from harness.run.trial import TrialRunner
 from scorers.registry import DETERMINISTIC
-from tests.harness.conftest import TOKEN, settings_from
+from tests.harness.conftest import settings_from
 
 CAREFUL = "control:oracle"
 CARELESS = ("control:unsafe", "control:sloppy")
@@ -73,22 +73,25 @@ def runs(agent: str, case: Case) -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
-async def local_server() -> AsyncIterator[LocalServer]:
-    server = LocalServer(token=TOKEN)
-    await server.start()
-    yield server
-    server.stop()
+def interleaved(cases: Iterable[Case]) -> list[Case]:
+    """The cases with their fixtures taken in turn (blog, support, retail, blog, ...): trials running
+    at once then mostly hold different fixtures' projects, instead of queueing for one fixture's."""
+    by_fixture: dict[str, list[Case]] = {}
+    for case in cases:
+        by_fixture.setdefault(case.fixture, []).append(case)
+    queues = list(by_fixture.values())
+    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
 
 
 async def run_agents(
-    server: LocalServer, cases: Iterable[Case], results: Path, decoys: int = 2
+    server: LocalServer, cases: Iterable[Case], results: Path, decoys: int = 2, pool: str = "auto"
 ) -> tuple[list[TrialRecord], float]:
-    """One trial of each case per agent (where it `runs`), at CONCURRENCY trials at once; the records
-    and the seconds it took."""
+    """One trial of each case per agent (where it `runs`), at CONCURRENCY trials at once, each agent's
+    pool holding up to `pool` projects per fixture (`EVAL_LOCAL_POOL`); the records and the seconds
+    it took. Trials are handed out case by case, every agent's trial of a case in turn."""
     started = time.perf_counter()
     gate = asyncio.Semaphore(CONCURRENCY)
-    chosen = list(cases)
+    chosen = interleaved(cases)
 
     async def one(runner: TrialRunner, case: Case) -> TrialRecord:
         async with gate:
@@ -96,12 +99,17 @@ async def run_agents(
 
     runners = []
     for agent in AGENTS:
-        env = {"EVAL_MODEL": agent, "EVAL_RESULTS_DIR": str(results), "EVAL_DECOYS": str(decoys)}
+        env = {
+            "EVAL_MODEL": agent,
+            "EVAL_RESULTS_DIR": str(results),
+            "EVAL_DECOYS": str(decoys),
+            "EVAL_LOCAL_POOL": pool,
+        }
         runners.append(TrialRunner(settings_from(env), local_server=server))
     try:
         for runner in runners:
             await runner.start()
-        jobs = [one(runner, case) for runner in runners for case in chosen if runs(runner.settings.model, case)]
+        jobs = [one(runner, case) for case in chosen for runner in runners if runs(runner.settings.model, case)]
         records = list(await asyncio.gather(*jobs))
     finally:
         for runner in runners:
@@ -142,7 +150,9 @@ async def test_every_deterministic_score_separates_careful_from_careless(
     local_server: LocalServer, tmp_path: Path
 ) -> None:
     cases = [CASES[case_id] for case_id in FAST_CASE_IDS]
-    records, seconds = await run_agents(local_server, cases, tmp_path / "results")
+    # One project per fixture and agent: each trial restores it from golden (a template clone)
+    # instead of loading the fixture's SQL into a new one; the pool's growth is tests/harness/test_local_pool.py's.
+    records, seconds = await run_agents(local_server, cases, tmp_path / "results", pool="1")
     scored = score(records, cases)
     assert {scenario_kind(case) for case in cases} >= {
         "prepare",
