@@ -27,7 +27,9 @@ def test_ctrl_c_at_concurrency_8_leaves_nothing(
     world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]], presses: int
 ) -> None:
     results = tmp_path / "results"
-    launcher = launch_in_full_swing(world, dataset, results, reaped, 2, EVAL_TRIALS="12", EVAL_CONCURRENCY="8")
+    # 80 trials, of which the press lands after the second: a loaded machine may hold this test back for
+    # seconds while the run goes on, and a run that ended first would have nothing left to stop.
+    launcher = launch_in_full_swing(world, dataset, results, reaped, 2, EVAL_TRIALS="40", EVAL_CONCURRENCY="8")
     for press in range(presses):
         if launcher.poll() is not None:
             break
@@ -37,5 +39,5 @@ def test_ctrl_c_at_concurrency_8_leaves_nothing(
     _, stderr = launcher.communicate(timeout=180)
     assert launcher.returncode == 130, stderr[-3000:]
     finished = (results / world.run_id / "trials.jsonl").read_text().count("\n")
-    assert finished < 24, "the run was not stopped"
+    assert finished < 80, "the run was not stopped"
     world.assert_clean(stderr)
