@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -19,6 +20,12 @@ from tests.pgdirs import FAULTS_PGDATA, SCORER_PGDATA, TEST_PGDATA
 if "DATABASE_URL" not in os.environ:
     os.environ["LOCALNEON_PGDATA"] = str(TEST_PGDATA)
 
+
+# A shell starts a background job (`make test &`, a script's `cmd &`) with SIGINT ignored, and every
+# process it starts inherits that: the Ctrl-C tests' runs would then never see their Ctrl-C and run to the
+# end. A handler of our own is reset to the default in each child, as a terminal's foreground job has it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SERVER_TOKEN = "test-token-3f9c1a7e5b"
 

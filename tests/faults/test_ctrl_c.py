@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -41,3 +42,11 @@ def test_ctrl_c_at_concurrency_8_leaves_nothing(
     finished = (results / world.run_id / "trials.jsonl").read_text().count("\n")
     assert finished < 80, "the run was not stopped"
     world.assert_clean(stderr)
+
+
+def test_the_runs_a_test_starts_take_ctrl_c_even_when_the_suite_is_a_background_job() -> None:
+    """A background job starts with SIGINT ignored, and its children inherit that (tests/conftest.py):
+    the runs above must still get Python's Ctrl-C handler."""
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert shown.stdout.strip() == "True", shown.stdout
