@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -94,9 +95,13 @@ def snapshot(conninfo: str) -> Snapshot:
     return Snapshot(schema_sql=dump_schema(conninfo), tables=fingerprints(conninfo))
 
 
-def execute_and_roll_back(conninfo: str, statements: list[str]) -> None:
-    """Run statements in one transaction and roll it back; raise on any error."""
+def execute_and_roll_back(conninfo: str, statements: list[str]) -> Any:
+    """Run statements in one transaction and roll it back; raise on any error. The last statement's
+    single value, or None when it returns no single value (a write returns no rows)."""
     with psycopg.connect(conninfo) as conn:
+        rows: list[Any] = []
         for statement in statements:
-            conn.execute(statement)
+            cursor = conn.execute(statement)
+            rows = cursor.fetchall() if cursor.description else []
         conn.rollback()
+    return rows[0][0] if len(rows) == 1 and len(rows[0]) == 1 else None

@@ -54,31 +54,19 @@ def reference_statements(call: ReferenceCall) -> list[str]:
     return []
 
 
-def scalar_answer(conninfo: str, sql: str) -> Any:
-    with psycopg.connect(conninfo) as conn:
-        cursor = conn.execute(sql)
-        rows = cursor.fetchall() if cursor.description else []  # a write (on a branch) returns no rows
-        conn.rollback()
-    return rows[0][0] if len(rows) == 1 and len(rows[0]) == 1 else None
-
-
 class RolledBack:
     """Statements run on a fixture's database and rolled back, each distinct list once: a case and its
     twin (approved, declined) often share a call, and one of them deletes 2400 tickets whose events
-    cascade without an index (the tuning cases add it), 1-2 s a run. A run_sql call's single answer
-    is kept, so the read cases' answers are checked against what the database says."""
+    cascade without an index (the tuning cases add it), 1-2 s a run. The answer is kept, so a read
+    case's answer is checked against what the database says."""
 
     def __init__(self) -> None:
         self._answers: dict[tuple[str, tuple[str, ...]], Any] = {}
 
-    def run(self, conninfo: str, statements: list[str], *, answer: bool = False) -> Any:
+    def run(self, conninfo: str, statements: list[str]) -> Any:
         key = (conninfo, tuple(statements))
         if key not in self._answers:
-            if answer:
-                self._answers[key] = scalar_answer(conninfo, statements[0])
-            else:
-                execute_and_roll_back(conninfo, statements)
-                self._answers[key] = None
+            self._answers[key] = execute_and_roll_back(conninfo, statements)
         return self._answers[key]
 
 
@@ -94,7 +82,7 @@ def check_case(databases: dict[str, str], case: Case, ran: RolledBack) -> None:
         conninfo = databases[str(call.arguments.get("databaseName") or case.target_database)]
         statements = reference_statements(call)
         try:
-            value = ran.run(conninfo, statements, answer=call.tool == "run_sql")
+            value = ran.run(conninfo, statements)
         except psycopg.Error as error:
             pytest.fail(f"{case.source_file}: case '{case.id}': reference call {call.tool} fails: {error}")
         if call.tool == "run_sql" and isinstance(value, int | Decimal):
