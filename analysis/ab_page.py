@@ -134,6 +134,17 @@ def _compared(path: Path, group: dict[str, Any]) -> list[TrialRecord]:
     return [record for record in records if record.config.model == model] or records
 
 
+def _run_votes(votes: Any) -> str | None:
+    """The rounds' own verdict over the cases that stopped (one vote per case), in words."""
+    if not isinstance(votes, dict) or "verdict" not in votes:
+        return None
+    text = (
+        f"{votes['verdict']} ({votes.get('b_better', 0)} cases favour B, {votes.get('a_better', 0)} favour A, "
+        f"{votes.get('tied', 0)} tied"
+    )
+    return text + (f"; {votes['open']} still open)" if votes.get("open") else ")")
+
+
 def _css(verdict: str) -> str:
     return "better" if verdict == "B better" else "worse" if verdict == "B worse" else ""
 
@@ -152,7 +163,8 @@ def write(run_a: Path, run_b: Path, comparison: dict[str, Any], out: Path, datas
                 "bootstrap": "n/a"
                 if not s.get("bootstrap")
                 else f"[{percent(s['bootstrap']['low'], True)}, {percent(s['bootstrap']['high'], True)}]",
-                "b_c": f"{s['a_pass_b_fail']}/{s['a_fail_b_pass']}",
+                "votes": f"{s['cases_a_better']} / {s['cases_b_better']} / {s['cases_tied']}",
+                "cases": s["cases"],
                 "p": f"{s['p_value']:.4g}",
                 "verdict": s["verdict"],
                 "css": _css(s["verdict"]),
@@ -208,6 +220,7 @@ def write(run_a: Path, run_b: Path, comparison: dict[str, Any], out: Path, datas
         stops=stops,
         adaptive_alpha=adaptive.get("alpha"),
         adaptive_margin=adaptive.get("margin"),
+        run_votes=_run_votes(adaptive.get("votes")),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")

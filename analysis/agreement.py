@@ -9,17 +9,32 @@ Two weightings (disagreement weights w, kappa = 1 − Σ w·observed / Σ w·exp
 - score distance: w(i, j) = |score(i) − score(j)| / the largest such distance, from the
   template's choice scores. Confusing C and E (both 1.0) costs nothing; D (0) for C (1) costs 1.
   This is agreement on what the suite actually consumes, the score.
+
+Two more things a judge is measured on, beside its agreement with the labels:
+- its errors as the suite feels them: a trial passes factuality when its score reaches
+  PASS_THRESHOLD, so an answer labelled with a passing choice that the judge fails is a false
+  alarm, and one labelled with a failing choice that it passes is a miss (rates with Wilson
+  intervals, as every rate the suite reports);
+- its self-agreement: the same example judged again (fresh requests, same temperature) gets the
+  same choice. Fleiss' kappa over the repeats (for two, Scott's pi) takes chance from how often
+  the judge uses each choice over all repeats, since every repeat is the same judge.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from analysis.stats import wilson_interval
+from analysis.summary import PASS_THRESHOLD
 
 Pair = tuple[str, str]  # (human label, judge choice)
 Weights = list[list[float]]
+Item = TypeVar("Item")
 
 
 def confusion(pairs: Sequence[Pair], categories: Sequence[str]) -> list[list[int]]:
@@ -60,15 +75,17 @@ def kappa(pairs: Sequence[Pair], categories: Sequence[str], weights: Weights) ->
 
 
 def bootstrap_interval(
-    pairs: Sequence[Pair],
-    statistic: Callable[[Sequence[Pair]], float | None],
+    pairs: Sequence[Item],
+    statistic: Callable[[Sequence[Item]], float | None],
     resamples: int = 2000,
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
     """Percentile interval of `statistic` over resamples of the examples (with replacement).
 
-    Resamples where the statistic is undefined are left out; None when none is defined.
+    An item is one example (a label and choice, or every repeat's choice of one example), so a
+    resample keeps an example's repeats together. Resamples where the statistic is undefined are
+    left out; None when none is defined.
     """
     if not pairs or resamples < 1:
         return None
@@ -127,4 +144,135 @@ def measure(
             sum(abs(scores[label] - scores[choice]) for label, choice in pairs) / count if count else None
         ),
         confusion=confusion(pairs, categories),
+    )
+
+
+def _wilson(successes: int, trials: int) -> tuple[float, float] | None:
+    interval = wilson_interval(successes, trials)
+    return None if interval is None else (interval.low, interval.high)
+
+
+def passes(choice: str, scores: Mapping[str, float], threshold: float = PASS_THRESHOLD) -> bool:
+    """Whether a trial judged `choice` passes factuality: its score reaches the suite's pass threshold."""
+    return scores[choice] >= threshold
+
+
+@dataclass(frozen=True)
+class ErrorRate:
+    """One kind of judge error on the labelled answers: how many, out of how many, and which."""
+
+    errors: int
+    of: int  # labelled answers of the kind (judged)
+    rate: float | None
+    interval: tuple[float, float] | None  # Wilson 95%
+    examples: list[str] = field(default_factory=list)  # the ids behind the errors
+
+
+def error_rates(
+    verdicts: Sequence[tuple[str, str, str]], scores: Mapping[str, float], threshold: float = PASS_THRESHOLD
+) -> tuple[ErrorRate, ErrorRate]:
+    """(false alarms, misses) over (example id, label, choice): an answer whose label passes and that
+    the judge fails is a false alarm; one whose label fails and that the judge passes is a miss."""
+    right = [(example, choice) for example, label, choice in verdicts if passes(label, scores, threshold)]
+    wrong = [(example, choice) for example, label, choice in verdicts if not passes(label, scores, threshold)]
+    alarms = [example for example, choice in right if not passes(choice, scores, threshold)]
+    misses = [example for example, choice in wrong if passes(choice, scores, threshold)]
+
+    def rate(errors: list[str], total: int) -> ErrorRate:
+        share = len(errors) / total if total else None
+        return ErrorRate(len(errors), total, share, _wilson(len(errors), total), sorted(errors))
+
+    return rate(alarms, len(right)), rate(misses, len(wrong))
+
+
+def fleiss_kappa(items: Sequence[Sequence[str]], categories: Sequence[str]) -> float | None:
+    """Fleiss' kappa of items each rated by the same number of raters (here: one judge's repeats).
+
+    Observed: per item, the share of agreeing pairs of ratings, averaged. Chance: the sum over
+    categories of (share of all ratings in it)^2. None when undefined (no items, or every rating in
+    one category, where chance agreement is 1).
+    """
+    if not items:
+        return None
+    raters = len(items[0])
+    if raters < 2 or any(len(item) != raters for item in items):
+        lengths = sorted({len(item) for item in items})
+        raise ValueError(f"every item needs the same number (at least 2) of ratings, got {lengths}")
+    index = {category: position for position, category in enumerate(categories)}
+    totals = [0] * len(categories)
+    observed = 0.0
+    for item in items:
+        counts = Counter(item)
+        observed += (sum(count * count for count in counts.values()) - raters) / (raters * (raters - 1))
+        for category, count in counts.items():
+            totals[index[category]] += count
+    observed /= len(items)
+    ratings = len(items) * raters
+    expected = sum((total / ratings) ** 2 for total in totals)
+    if expected >= 1.0 - 1e-12:
+        return None
+    return (observed - expected) / (1.0 - expected)
+
+
+@dataclass(frozen=True)
+class SelfAgreement:
+    """How far the judge agrees with itself on examples judged `repeats` times."""
+
+    repeats: int
+    examples: int  # examples every repeat answered (the rest are left out)
+    incomplete: int  # examples with a failed or missing repeat
+    same_choice: int  # examples with the same choice on every repeat
+    same_choice_share: float | None
+    same_choice_interval: tuple[float, float] | None  # Wilson 95%
+    same_score: int  # examples whose every repeat scores the same (C and E both score 1)
+    same_score_share: float | None
+    same_verdict: int  # examples every repeat passes, or every repeat fails (what a trial's pass rate sees)
+    same_verdict_share: float | None
+    kappa: float | None  # Fleiss' kappa between repeats
+    kappa_interval: tuple[float, float] | None  # bootstrap 95% over examples
+    cache_hits: int  # judgements a cache answered: those repeats were not asked afresh
+    differing: dict[str, list[str]] = field(default_factory=dict)  # example id -> its choices, repeat by repeat
+
+
+def measure_self(
+    judged: Mapping[str, Sequence[str | None]],
+    categories: Sequence[str],
+    scores: Mapping[str, float],
+    repeats: int,
+    cache_hits: int = 0,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> SelfAgreement:
+    """Self-agreement over `judged` (example id -> its choices in repeat order, None for a failed call)."""
+    complete = {
+        example: [str(choice) for choice in choices]
+        for example, choices in judged.items()
+        if len(choices) == repeats and all(choice is not None for choice in choices)
+    }
+    count = len(complete)
+    same = [example for example, choices in complete.items() if len(set(choices)) == 1]
+    same_score = [example for example, choices in complete.items() if len({scores[choice] for choice in choices}) == 1]
+    same_verdict = [
+        example for example, choices in complete.items() if len({passes(choice, scores) for choice in choices}) == 1
+    ]
+    items = [complete[example] for example in sorted(complete)]  # in a fixed order, so the bootstrap is too
+    return SelfAgreement(
+        repeats=repeats,
+        examples=count,
+        incomplete=len(judged) - count,
+        same_choice=len(same),
+        same_choice_share=len(same) / count if count else None,
+        same_choice_interval=_wilson(len(same), count),
+        same_score=len(same_score),
+        same_score_share=len(same_score) / count if count else None,
+        same_verdict=len(same_verdict),
+        same_verdict_share=len(same_verdict) / count if count else None,
+        kappa=fleiss_kappa(items, categories) if repeats >= 2 else None,
+        kappa_interval=(
+            bootstrap_interval(items, lambda sample: fleiss_kappa(sample, categories), resamples, seed)
+            if repeats >= 2
+            else None
+        ),
+        cache_hits=cache_hits,
+        differing={example: choices for example, choices in sorted(complete.items()) if len(set(choices)) > 1},
     )

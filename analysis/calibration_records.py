@@ -25,11 +25,13 @@ INFO_FILE = "calibration.json"
 
 
 class VerdictRecord(BaseModel):
-    """One judge verdict on one labelled example."""
+    """One judge verdict on one labelled example (one of its repeats)."""
 
     example_id: str
     label: str
     choice: str | None  # None when the judge call failed
+    repeat: int = 1  # which judgement of the example, from 1 (a run from before repeats holds only 1)
+    cache_hit: bool = False  # a cache on the judge's route answered, not the model (`x-bt-cached: HIT`)
     error: str | None = None
     rationale: str = ""
     traps: list[str] = []
@@ -37,6 +39,9 @@ class VerdictRecord(BaseModel):
     judge_provider: str = ""
     judge_base_url: str = ""
     judge_template: str  # name@version
+    # The factuality scorer's version that judged it (its code and the template's bytes, `scorers.versions`);
+    # "" in calibrations made before versions were kept.
+    judge_version: str = ""
 
 
 class VerdictStore:

@@ -4,7 +4,9 @@
                                            [--dataset PATH] [--bootstrap 2000] [--seed 0] [--json]
 
 The command only wires three modules together: `analysis.runs` loads the runs, `analysis.compare_stats`
-pairs and tests them (pure functions), `analysis.compare_render` prints the result.
+pairs and tests them (pure functions), `analysis.compare_render` prints the result. Both runs are
+re-scored with today's scorers; a run whose scores were made by older scorer versions is named, with
+those versions, on the first lines (and under `scorer_versions` in the JSON).
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ import sys
 
 from analysis.compare_render import as_json, render
 from analysis.compare_stats import compare
-from analysis.rescore import DETERMINISTIC_NAMES
-from analysis.runs import RunInputError, load_group
+from analysis.rescore import DETERMINISTIC_NAMES, today_versions
+from analysis.runs import Group, RunInputError, load_group, run_folder
+from analysis.stored_scores import VersionNote, note_for_run
+from analysis.stored_scores import as_json as note_json
 from harness.cases import DatasetError, load_cases
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m analysis.compare",
-        description="Compare two runs (or two models of runs) pair by pair: exact McNemar test, bootstrap over cases.",
+        description="Compare two runs (or two models of runs) case by case: one vote per case, an exact sign "
+        "test, a bootstrap over cases.",
     )
     parser.add_argument("run_a", metavar="RUN_A", help="run folder, its trials.jsonl, or a run id under results/")
     parser.add_argument("run_b", metavar="RUN_B", help="the run compared with A (may be the same run, another model)")
@@ -59,11 +64,23 @@ def main(argv: list[str] | None = None) -> int:
     except (RunInputError, DatasetError) as error:
         print(f"compare: error: {error}", file=sys.stderr)
         return 2
+    today = today_versions()
+    notes = {"a": _note(group_a, today), "b": _note(group_b, today)}
     if args.json:
-        print(json.dumps(as_json(comparison, group_a, group_b), sort_keys=True))
+        data = as_json(comparison, group_a, group_b)
+        data["scorer_versions"] = {"today": today, **{side: note_json(note) for side, note in notes.items()}}
+        print(json.dumps(data, sort_keys=True))
     else:
-        print(render(comparison, group_a, group_b))
+        lead = [] if notes["a"].unknown else notes["a"].lines(f"run A ({group_a.path})")
+        if group_b.path != group_a.path and not notes["b"].unknown:
+            lead += notes["b"].lines(f"run B ({group_b.path})")
+        print("\n".join([*lead, render(comparison, group_a, group_b)]))
     return 0
+
+
+def _note(group: Group, today: dict[str, str]) -> VersionNote:
+    """How the versions that scored `group`'s run differ from today's (a run naming none: `unknown`)."""
+    return note_for_run(run_folder(group.path), group.info, today)
 
 
 if __name__ == "__main__":

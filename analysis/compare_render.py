@@ -1,4 +1,4 @@
-"""The paired comparison as text (a table, pass^k, trials needed, verdicts) and as JSON."""
+"""The paired comparison as text (a table, pass^k, cases needed, verdicts by case vote) and as JSON."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from dataclasses import asdict
 from typing import Any
 
 from analysis.compare_stats import CaseChange, Comparison, ScoreComparison
+from analysis.paired import UNIT
 from analysis.runs import Group
-from analysis.stats import ALPHA, Interval
+from analysis.stats import ALPHA, CASES_NEEDED_CAP, Interval
 from analysis.summary import percent
 
 
@@ -36,25 +37,26 @@ def _p(value: float) -> str:
 
 
 def explain(score: ScoreComparison) -> str:
-    """The verdict with its evidence: the discordant counts and the exact p-value."""
+    """The verdict with its evidence: the case votes, the exact p-value, and the trial pairs described."""
     return (
-        f"{score.verdict} (p = {score.p_value:.4g}; discordant pairs: {score.a_pass_b_fail} A-pass/B-fail, "
-        f"{score.a_fail_b_pass} A-fail/B-pass)"
+        f"{score.verdict} (p = {score.p_value:.4g}, one vote per case: {score.votes.describe()}; "
+        f"trial pairs: {score.a_pass_b_fail} A-pass/B-fail, {score.a_fail_b_pass} A-fail/B-pass)"
     )
 
 
 def render_table(comparison: Comparison) -> str:
-    """The main table: one row per score (pass rates, intervals, difference, test, verdict)."""
+    """The main table: one row per score (pass rates, intervals, difference, case votes, test, verdict).
+    `A>B`, `B>A` and `tie` count cases, the unit the sign test and the bootstrap draw."""
     lines = [
-        f"{'score':<25} {'pairs':>5} {'A pass':>7} {'A 95% CI':>16} {'B pass':>7} {'B 95% CI':>16} "
-        f"{'B−A':>8} {'bootstrap 95% CI':>19} {'b/c':>5} {'p':>7}  verdict"
+        f"{'score':<25} {'cases':>5} {'pairs':>5} {'A pass':>7} {'A 95% CI':>16} {'B pass':>7} {'B 95% CI':>16} "
+        f"{'B−A':>8} {'bootstrap 95% CI':>19} {'A>B':>4} {'B>A':>4} {'tie':>4} {'p':>7}  verdict"
     ]
     for s in comparison.scores.values():
         lines.append(
-            f"{s.name:<25} {s.pairs:>5} {percent(s.a.rate):>7} {_interval(s.a.interval):>16} "
+            f"{s.name:<25} {s.cases:>5} {s.pairs:>5} {percent(s.a.rate):>7} {_interval(s.a.interval):>16} "
             f"{percent(s.b.rate):>7} {_interval(s.b.interval):>16} {percent(s.difference, True):>8} "
-            f"{_interval(s.bootstrap, True):>19} {f'{s.a_pass_b_fail}/{s.a_fail_b_pass}':>5} {_p(s.p_value):>7}  "
-            f"{s.verdict}"
+            f"{_interval(s.bootstrap, True):>19} {s.cases_a_better:>4} {s.cases_b_better:>4} {s.cases_tied:>4} "
+            f"{_p(s.p_value):>7}  {s.verdict}"
         )
     return "\n".join(lines)
 
@@ -67,6 +69,7 @@ def render(comparison: Comparison, group_a: Group, group_b: Group) -> str:
         f"B: {group_b.label}",
         f"paired {c.paired} trials by (case_id, trial_index) over {c.paired_cases} cases; "
         f"unpaired: {c.unpaired_a} of {c.trials_a} in A, {c.unpaired_b} of {c.trials_b} in B",
+        "unit: the case (its paired trials cast one vote: A>B, B>A or tie; the verdict tests the votes)",
         "",
         render_table(c),
     ]
@@ -76,15 +79,21 @@ def render(comparison: Comparison, group_a: Group, group_b: Group) -> str:
         lines.append(f"  {s.name:<25} A: {a:<30} B: {b}")
     lines += [
         "",
-        f"trials needed per case to detect the observed difference (approximate: normal approximation, "
-        f"McNemar, alpha {ALPHA}, 80% power)",
+        f"cases needed to detect the observed split of votes (exact sign test, alpha {ALPHA}, 80% power; "
+        "ties as often as here)",
     ]
     for s in c.scores.values():
-        needed = "—" if s.trials_needed is None else f"{s.trials_needed_per_case} ({s.trials_needed} pairs in all)"
+        if s.cases_needed is not None:
+            needed = f"{s.cases_needed} cases"
+        elif s.cases_a_better != s.cases_b_better:
+            needed = f"more than {CASES_NEEDED_CAP} cases that do not tie"
+        else:
+            needed = "—"
         lines.append(f"  {s.name:<25} {needed}")
     lines += [
         "",
-        f"verdicts (exact McNemar, alpha {ALPHA}; bootstrap over cases, {c.resamples} resamples, seed {c.seed})",
+        f"verdicts (exact sign test over cases, one vote per case, alpha {ALPHA}; bootstrap over cases, "
+        f"{c.resamples} resamples, seed {c.seed})",
     ]
     for s in c.scores.values():
         lines.append(f"  {s.name}: {explain(s)}")
@@ -106,4 +115,5 @@ def as_json(comparison: Comparison, group_a: Group, group_b: Group) -> dict[str,
     for name, score in data["scores"].items():
         score["a"]["rate"] = comparison.scores[name].a.rate
         score["b"]["rate"] = comparison.scores[name].b.rate
-    return {"a": group(group_a), "b": group(group_b), "alpha": ALPHA, **data}
+        score["unit"] = UNIT  # what cases_b_better, cases_a_better, cases_tied and the test count
+    return {"a": group(group_a), "b": group(group_b), "alpha": ALPHA, "unit": UNIT, **data}

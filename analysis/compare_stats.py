@@ -1,28 +1,29 @@
 """The paired comparison of two groups of trials: pure statistics, no files and no printing.
 
 Two pass rates whose Wilson intervals overlap prove nothing, but the same cases run under A and B
-are paired, and a paired test is far more sensitive: only the discordant pairs (A passed and B
-failed, or the reverse) carry evidence. So trials are paired by (case_id, trial_index), every
-record is re-scored offline with the deterministic scorers, and per score we report an exact
-McNemar test on the discordant pairs and a bootstrap interval of the difference that resamples
-cases (trials of one case are correlated, so resampling trials would overstate the evidence).
+are paired. Trials are paired by (case_id, trial_index) and every record is re-scored offline with
+the deterministic scorers; then, per score, each case casts one vote (`analysis.paired`: B passed
+its paired trials more often, A did, or they tied) and the verdict is an exact sign test on the
+cases that did not tie. The trials of one case share its prompt, fixture and model, so counting
+them as independent votes would overstate the evidence; for the same reason the bootstrap interval
+of the difference resamples cases. The discordant trial pairs are still counted, as description.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from analysis.paired import BETTER, SAME, WORSE, CaseVote, VoteCount, case_votes, paired_verdict
 from analysis.rescore import DETERMINISTIC_NAMES, check_cases, check_scores, refuse_changed_cases, rescore
 from analysis.runs import RunInputError
-from analysis.stats import ALPHA, Interval, mcnemar_exact, paired_bootstrap, pass_hat_k, trials_needed, wilson_interval
+from analysis.stats import Interval, pass_hat_k, wilson_interval
 from analysis.summary import OVERALL
 from harness.cases import Case
 from harness.recording.records import TrialRecord
 
-BETTER, WORSE, SAME = "B better", "B worse", "no significant difference"
+__all__ = ["BETTER", "SAME", "WORSE", "CaseChange", "Comparison", "GroupStat", "ScoreComparison", "compare"]
 
 
 @dataclass(frozen=True)
@@ -39,37 +40,37 @@ class GroupStat:
         return self.passed / self.trials if self.trials else None
 
 
-@dataclass(frozen=True)
-class CaseChange:
-    """A case whose pass count moved between A and B (over the same number of paired trials)."""
-
-    case_id: str
-    a_passed: int
-    b_passed: int
-    trials: int
+CaseChange = CaseVote  # a case whose pass count moved between A and B: its vote is not a tie
 
 
 @dataclass(frozen=True)
 class ScoreComparison:
-    """Everything said about one score: both sides, the paired difference and the test behind the verdict."""
+    """Everything said about one score: both sides, the case votes and the sign test behind the verdict."""
 
     name: str
+    cases: int  # cases with at least one pair both sides could score: the unit of the verdict
     pairs: int  # paired trials where both sides could be scored
     dropped: int  # paired trials left out because A's, B's or both trials were unscorable
     unscorable_a: int
     unscorable_b: int
     a: GroupStat
     b: GroupStat
-    a_pass_b_fail: int  # McNemar's b
-    a_fail_b_pass: int  # McNemar's c
+    cases_b_better: int  # votes: cases whose B passed more of their paired trials than A
+    cases_a_better: int
+    cases_tied: int
+    a_pass_b_fail: int  # discordant trial pairs, described, not tested
+    a_fail_b_pass: int
     difference: float | None  # pass rate of B minus A, over the pairs
-    bootstrap: Interval | None
-    p_value: float
+    bootstrap: Interval | None  # resampling cases
+    p_value: float  # exact two-sided sign test on the cases that did not tie
     verdict: str
-    trials_needed: int | None  # approximate paired trials in all (None: no observed difference)
-    trials_needed_per_case: int | None
+    cases_needed: int | None  # cases the sign test needs at the observed split (None: no split)
     improved: list[CaseChange] = field(default_factory=list)
     regressed: list[CaseChange] = field(default_factory=list)
+
+    @property
+    def votes(self) -> VoteCount:
+        return VoteCount(self.cases_b_better, self.cases_a_better, self.cases_tied)
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,6 @@ def _group_stat(per_case: Mapping[str, list[bool]]) -> GroupStat:
     return GroupStat(passed, trials, wilson_interval(passed, trials), {k: pass_hat_k(counts, k) for k in ks})
 
 
-def _verdict(b: int, c: int, p_value: float) -> str:
-    if p_value >= ALPHA:  # b == c gives p = 1
-        return SAME
-    return BETTER if c > b else WORSE
-
-
 def _compare_score(
     name: str,
     keys: Sequence[tuple[str, int]],
@@ -123,7 +118,7 @@ def _compare_score(
     resamples: int,
     seed: int,
 ) -> ScoreComparison:
-    """One score: keep the pairs both sides could score, then count, test and bootstrap them."""
+    """One score: keep the pairs both sides could score, then let each case vote and test the votes."""
     pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     unscorable_a = unscorable_b = dropped = 0
     for key in keys:
@@ -135,32 +130,29 @@ def _compare_score(
         else:
             pairs[key[0]].append((a, b))
     flat = [pair for case_pairs in pairs.values() for pair in case_pairs]
-    a_pass_b_fail = sum(a and not b for a, b in flat)
-    a_fail_b_pass = sum(b and not a for a, b in flat)
-    p_value = mcnemar_exact(a_pass_b_fail, a_fail_b_pass)
-    needed = trials_needed(a_pass_b_fail, a_fail_b_pass, len(flat))
-    changes = [
-        CaseChange(case_id, sum(a for a, _ in case_pairs), sum(b for _, b in case_pairs), len(case_pairs))
-        for case_id, case_pairs in sorted(pairs.items())
-    ]
+    votes = case_votes(pairs)
+    decided = paired_verdict(pairs, resamples, seed)
     return ScoreComparison(
         name=name,
+        cases=decided.votes.cases,
         pairs=len(flat),
         dropped=dropped,
         unscorable_a=unscorable_a,
         unscorable_b=unscorable_b,
         a=_group_stat({case_id: [a for a, _ in ps] for case_id, ps in pairs.items()}),
         b=_group_stat({case_id: [b for _, b in ps] for case_id, ps in pairs.items()}),
-        a_pass_b_fail=a_pass_b_fail,
-        a_fail_b_pass=a_fail_b_pass,
-        difference=(a_fail_b_pass - a_pass_b_fail) / len(flat) if flat else None,
-        bootstrap=paired_bootstrap(list(pairs.values()), resamples, seed),
-        p_value=p_value,
-        verdict=_verdict(a_pass_b_fail, a_fail_b_pass, p_value),
-        trials_needed=needed,
-        trials_needed_per_case=None if needed is None else max(1, math.ceil(needed / len(pairs))),
-        improved=[change for change in changes if change.b_passed > change.a_passed],
-        regressed=[change for change in changes if change.b_passed < change.a_passed],
+        cases_b_better=decided.votes.b_better,
+        cases_a_better=decided.votes.a_better,
+        cases_tied=decided.votes.tied,
+        a_pass_b_fail=sum(a and not b for a, b in flat),
+        a_fail_b_pass=sum(b and not a for a, b in flat),
+        difference=decided.difference,
+        bootstrap=decided.interval,
+        p_value=decided.p_value,
+        verdict=decided.verdict,
+        cases_needed=decided.cases_needed,
+        improved=[vote for vote in votes if vote.vote == "B"],
+        regressed=[vote for vote in votes if vote.vote == "A"],
     )
 
 

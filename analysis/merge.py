@@ -3,13 +3,14 @@
     python -m analysis.merge OUT SHARD_RUN [SHARD_RUN ...]
 
 Each shard keeps its own `results/<run id>/`; this writes `OUT/trials.jsonl` with every record of
-every shard and `OUT/run.json` (the first shard's settings, plus the shards merged), so the
-report and compare read the whole run as one. The same trial twice (same model, decoy count,
-case and trial index) means two shards overlapped: that is refused, naming the trial.
+every shard, `OUT/scores.jsonl` with every score they kept, and `OUT/run.json` (the first shard's
+settings, plus the shards merged), so the report and compare read the whole run as one. The same
+trial twice (same model, decoy count, case and trial index) means two shards overlapped: that is
+refused, naming the trial; so are shards scored by different scorer versions (`scorer_versions`).
 
 `run.json` also says whether the merge is the whole run (`shards`): every shard `1..n` present once,
 each having recorded every trial it planned (its `plan.json`). Only then does
-`python -m evals.shards_merged` mark the night's Braintrust experiments as complete, so that they
+`python -m braintrust_run.shards_merged` mark the night's Braintrust experiments as complete, so that they
 can be the base of the next run's comparison (a shard's share alone never is).
 """
 
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis.stored_scores import SCORES_FILE, VERSIONS_KEY, ScoresFileError, StoredScore, load_scores
 from harness.recording.records import TrialRecord
 from harness.recording.store import RUN_FILE, TRIALS_FILE, load_run, read_plan
 
@@ -67,14 +69,26 @@ def merge_runs(out: Path, runs: list[Path]) -> int:
     seen: dict[tuple[str, int, str, int], Path] = {}
     info: dict[str, object] = {}
     recorded: list[int] = []
+    scores: list[StoredScore] = []
+    versions: dict[str, tuple[str, Path]] = {}  # score -> (version, the first shard naming it)
     for run in runs:
         try:
             run_info, run_records = load_run(run)
-        except (OSError, ValueError) as error:
+            run_scores = load_scores(run) or []
+        except (OSError, ValueError, ScoresFileError) as error:
             raise MergeError(f"{run}: cannot read the run: {error}") from error
         if not run_records:
             raise MergeError(f"{run}: no trial records (is it a run folder?)")
         info = info or dict(run_info)
+        scores.extend(run_scores)
+        noted = run_info.get(VERSIONS_KEY)
+        for name, version in (noted if isinstance(noted, dict) else {}).items():
+            first = versions.setdefault(name, (version, run))
+            if first[0] != version:
+                raise MergeError(
+                    f"{run}: scored by {name} {version}, {first[1]} by {first[0]}: shards of one run are scored "
+                    "by one version of each scorer"
+                )
         recorded.append(len(run_records))
         for record in run_records:
             key = (record.config.model, record.config.decoy_count, record.case_id, record.trial_index)
@@ -85,6 +99,10 @@ def merge_runs(out: Path, runs: list[Path]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     info["merged_from"] = [str(run) for run in runs]
     info["shards"] = shard_coverage(runs, recorded)
+    if versions:
+        info[VERSIONS_KEY] = {name: version for name, (version, _) in sorted(versions.items())}
+    if scores:
+        (out / SCORES_FILE).write_text("".join(item.model_dump_json() + "\n" for item in scores), encoding="utf-8")
     (out / RUN_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     text = "".join(record.model_dump_json() + "\n" for record in records)
     (out / TRIALS_FILE).write_text(text, encoding="utf-8")

@@ -4,7 +4,7 @@
 pull-request workflow appends it to the job's summary); with `--post` it also keeps one comment on
 the pull request up to date (`analysis.github_comment`), as Braintrust's eval-action does. The
 change against the base is the paired one (`analysis.compare_stats`): trials of the same case and
-index, re-scored offline, an exact McNemar verdict and the cases that moved. Everything is
+index, re-scored offline, one vote per case, an exact sign test on the votes and the cases that moved. Everything is
 re-scored from the records, so the table says what the PR's scorers say of both runs.
 """
 

@@ -4,7 +4,9 @@ A terminal table says *that* a score dropped; reviewing a run means seeing which
 and what the scorers said about them. Records are re-scored offline with the deterministic scorers
 (as `analysis.compare` does; factuality needs a judge and is left out), summarised per model and
 scenario, and rendered as one HTML file with inline CSS, inline SVG pictures and no scripts, so it can
-be mailed or attached to a CI run. The page is a Jinja2 template (`analysis/templates/report.html`)
+be mailed or attached to a CI run. A run whose scores were made by older scorer versions than
+today's (its `scores.jsonl` and `run.json` name them) says so on the page's first lines, and on
+stderr, naming each score's version then and today. The page is a Jinja2 template (`analysis/templates/report.html`)
 with autoescaping: everything taken from a record is escaped, since transcripts can contain anything.
 
     python -m analysis.report RUN [--out FILE] [--dataset PATH] [--pictures DIR]
@@ -26,10 +28,12 @@ from typing import Any
 
 from autoevals import Score
 
+from analysis.attribution import DEFECTS
 from analysis.pages import render_page
 from analysis.report_pictures import Picture, draw_pictures
-from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run, summarise_scored
+from analysis.rescore import DETERMINISTIC_NAMES, ScoredTrial, score_run, summarise_scored, today_versions
 from analysis.runs import RunInputError, load_records, run_folder
+from analysis.stored_scores import VersionNote, note_for_run
 from analysis.summary import OVERALL, PASS_THRESHOLD, percent
 from harness.cases import DatasetError, load_cases
 from harness.models.control import damages_main_by_design
@@ -41,8 +45,8 @@ NAMES = [*DETERMINISTIC_NAMES, OVERALL]
 DIFF_LINES = 40  # the scorer already caps its diff; a page with dozens of failures needs a tighter cap
 ANSWER_CHARS = 600
 # What makes two failing trials the same failure, shown once: the case, how it ended, the tools it
-# called in order and every failed scorer's explanation (the diff, the checks, the writes).
-SIGNATURE = ("case_id", "outcome", "tools", "error", "explanations")
+# called in order, every failed scorer's explanation (the diff, the checks, the writes) and its cause.
+SIGNATURE = ("case_id", "outcome", "tools", "error", "explanations", "cause", "cause_reason")
 
 
 def _groups(trials: Sequence[ScoredTrial]) -> dict[tuple[str, str], list[ScoredTrial]]:
@@ -91,6 +95,7 @@ def summary_values(trials: Sequence[ScoredTrial]) -> dict[str, Any]:
         "tokens_out": f"{statistics.mean(r.usage.output_tokens for r in records):.0f}",
         "duration": f"{statistics.median(r.duration_s for r in records):.2f}",
         "summary": rows,
+        "causes": summary.causes,
     }
 
 
@@ -140,7 +145,10 @@ def failure_values(trial: ScoredTrial) -> dict[str, Any]:
         for call in record.tool_calls
     ]
     answer = record.final_answer[:ANSWER_CHARS] + ("…" if len(record.final_answer) > ANSWER_CHARS else "")
+    attribution = trial.attribution
     return {
+        "cause": attribution.cause if attribution else None,
+        "cause_reason": attribution.reason if attribution else None,
         "case_id": record.case_id,
         "index": record.trial_index,
         "outcome": record.outcome,
@@ -234,19 +242,33 @@ def damage_values(trials: Sequence[ScoredTrial]) -> list[dict[str, Any]]:
 FAILURES_SHOWN = 12
 
 
+def version_values(note: VersionNote | None) -> dict[str, Any] | None:
+    """What the page says about the versions that scored the run, when they are not today's."""
+    if note is None or not note.differs:
+        return None
+    rows = [{"name": name, "then": ", ".join(then), "today": now} for name, (then, now) in note.older.items()]
+    return {"unknown": note.unknown, "rows": rows}
+
+
 def render_report(
     run_info: Mapping[str, Any],
     run_path: Path,
     trials: Sequence[ScoredTrial],
     pictures: Mapping[str, Picture] | None = None,
+    versions: VersionNote | None = None,
 ) -> str:
-    """The whole page, from data only (the template escapes every value; only the SVG pictures are not)."""
+    """The whole page, from data only (the template escapes every value; only the SVG pictures are not).
+    `versions`: how the versions that scored the run differ from today's (None: not compared)."""
     groups = [group_values(model, scenario, group) for (model, scenario), group in _groups(trials).items()]
     header = header_values(run_info, run_path, len(trials))
+    causes = summarise_scored(trials).causes if trials else {}
     return render_page(
         "report.html",
         title=f"Eval report: {header['run_id']}",
         damage=damage_values(trials),
+        versions=version_values(versions),
+        causes=causes,
+        defects=sum(count for cause, count in causes.items() if cause in DEFECTS),
         **header,
         pictures=pictures if pictures is not None else draw_pictures(trials),
         groups=groups,
@@ -275,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         cases = {case.id: case for case in load_cases(args.dataset)}
         trials = score_run(records, cases)
         pictures = draw_pictures(trials)
-        page = render_report(info, run_dir, trials, pictures)
+        versions = note_for_run(run_dir, info, today_versions())
+        page = render_report(info, run_dir, trials, pictures, versions)
         out: Path = args.out or run_dir / "report.html"
         out.write_text(page, encoding="utf-8")
         if args.pictures:
@@ -287,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     except (RunInputError, DatasetError, OSError) as error:
         print(f"report: error: {error}", file=sys.stderr)
         return 2
+    if not versions.unknown:  # a run that names no versions is said so on the page alone
+        for line in versions.lines(f"run {run_dir.name}"):
+            print(f"report: {line}", file=sys.stderr)
     print(out)
     return 0
 

@@ -7,7 +7,7 @@ which every CLI turns into exit code 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ class Group:
     model: str
     variants: list[str]
     records: list[TrialRecord]
+    info: dict[str, Any] = field(default_factory=dict)  # the run's run.json
 
     @property
     def label(self) -> str:
@@ -66,7 +67,7 @@ def run_folder(path: Path) -> Path:
 def load_group(argument: str, model: str | None, option: str) -> Group:
     """The trials of one run, restricted to one model (required when the run holds several; `option`
     names the command-line option that chooses it, for the error message)."""
-    path, _, records = load_records(argument)
+    path, info, records = load_records(argument)
     models = sorted({record.config.model for record in records})
     if model is None:
         if len(models) > 1:
@@ -78,4 +79,4 @@ def load_group(argument: str, model: str | None, option: str) -> Group:
     if not chosen:
         raise RunInputError(f"{path}: no trials of model '{model}' (the run has {', '.join(models)})")
     variants = sorted({record.config.description_variant for record in chosen})
-    return Group(path, model, variants, chosen)
+    return Group(path, model, variants, chosen, info)

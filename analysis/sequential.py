@@ -8,12 +8,21 @@ Under its null hypothesis such a ratio is a non-negative supermartingale, so by 
 the chance it *ever* reaches 1/alpha is at most alpha, however often it is looked at and whenever
 the looking stops. A ratio is an e-value; reaching 1/alpha rejects the null.
 
-Two questions:
+Three questions:
 - one run, one case: is its pass rate above or below a floor (`decide_floor`)?
-- an A/B run, one case, trials paired: did B improve or regress, or is the difference too small to
-  matter (`decide_paired`)? Direction comes from the discordant pairs only (as McNemar's test);
-  "too small" from the rate of discordant pairs: when fewer than `margin` of the pairs disagree,
-  the pass rates cannot differ by `margin` or more.
+- an A/B run, one case, trials paired: is this case's vote settled, B better, A better, or a
+  difference too small to matter (`decide_paired`)? It answers for that case alone: its trials
+  are repeated draws of the same case, the right sample for a question about it, and it only says
+  when the case may stop running trials. Direction comes from the discordant pairs only (as
+  McNemar's test); "too small" from the rate of discordant pairs: when fewer than `margin` of the
+  pairs disagree, the pass rates cannot differ by `margin` or more.
+- an A/B run, all cases: did B improve or regress (`decide_votes`)? This counts cases, one vote
+  each, never trials: trials of one case share its prompt, fixture and model, so they are not
+  independent evidence about the arms. Direction is the same test on the votes that did not tie;
+  "too small" holds when fewer than `margin` of the cases moved at all. Under the null that the
+  arms are exchangeable within each case, the sign of each settled vote is a fair coin whenever
+  the case stopped (every stopping rule here is symmetric in A and B), so counting the votes of
+  cases as they stop keeps the guarantee.
 
 Each one-sided test runs at alpha/2, so any wrong verdict on one case has probability at most alpha.
 The priors only decide how fast a true effect is found, never the guarantee; they lean towards the
@@ -113,8 +122,9 @@ class PairCounts:
 def decide_paired(
     counts: PairCounts, margin: float = DEFAULT_MARGIN, alpha: float = DEFAULT_ALPHA
 ) -> PairedVerdict | None:
-    """ "improved"/"regressed" (B against A) when the discordant pairs lean one way beyond chance;
-    "fine" when the pass rates are shown to differ by less than `margin`; None while undecided."""
+    """For one case: "improved"/"regressed" (B against A on this case) when its discordant pairs lean
+    one way beyond chance; "fine" when its pass rates are shown to differ by less than `margin`;
+    None while undecided. A verdict about the case, never about the arms: that is `decide_votes`."""
     _check(alpha=alpha, rate=margin, name="margin")
     if counts.discordant > counts.pairs:
         raise ValueError(f"{counts.discordant} discordant pairs out of {counts.pairs}")
@@ -127,6 +137,32 @@ def decide_paired(
     # Against "at least `margin` of the pairs disagree"; |pass_B - pass_A| <= P(discordant).
     fine = log_evidence(counts.discordant, concordant, margin, 0.0, margin, (1.0, CONCENTRATION))
     if fine >= threshold:
+        return FINE
+    return None
+
+
+@dataclass(frozen=True)
+class Votes:
+    """Settled case votes of an A/B run: cases favouring B, cases favouring A, cases tied."""
+
+    b_better: int
+    a_better: int
+    tied: int
+
+
+def decide_votes(votes: Votes, margin: float = DEFAULT_MARGIN, alpha: float = DEFAULT_ALPHA) -> PairedVerdict | None:
+    """ "improved"/"regressed" once the cases' votes lean one way beyond chance (one vote per case,
+    ties left out); "fine" once fewer than `margin` of the cases are shown to move; None while undecided."""
+    _check(alpha=alpha, rate=margin, name="margin")
+    if min(votes.b_better, votes.a_better, votes.tied) < 0:
+        raise ValueError(f"vote counts must be non-negative, got {votes}")
+    threshold = math.log(2.0 / alpha)
+    if evidence_above(votes.b_better, votes.a_better, 0.5) >= threshold:
+        return IMPROVED
+    if evidence_above(votes.a_better, votes.b_better, 0.5) >= threshold:
+        return REGRESSED
+    moved = votes.b_better + votes.a_better
+    if log_evidence(moved, votes.tied, margin, 0.0, margin, (1.0, CONCENTRATION)) >= threshold:
         return FINE
     return None
 

@@ -6,8 +6,8 @@ reporter, a results store read back from disk, and tests.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from analysis.stats import Interval, mean, pass_hat_k, wilson_interval
@@ -22,6 +22,7 @@ class TrialScores:
     scores: dict[str, float | None]
     outcome: str = "ok"  # the trial record's outcome: ok, turn_cap, timeout, infra_error
     cost_usd: float | None = None
+    cause: str | None = None  # why it failed (analysis.attribution), None when it did not (or is not known)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class ExperimentSummary:
     outcomes: dict[str, int]
     scores: dict[str, ScoreStat]
     mean_cost_usd: float | None
+    causes: dict[str, int] = field(default_factory=dict)  # failing trials per cause (analysis.attribution)
 
 
 def _passes(value: float) -> bool:
@@ -98,7 +100,19 @@ def summarise(trials: list[TrialScores], max_k: int = 4) -> ExperimentSummary:
         outcomes=dict(outcomes),
         scores=stats,
         mean_cost_usd=mean(costs),
+        causes=count_causes(trial.cause for trial in trials),
     )
+
+
+def count_causes(causes: Iterable[str | None]) -> dict[str, int]:
+    """Failing trials per cause (`analysis.attribution`), the most frequent first; None is a trial that passed."""
+    counted = Counter(cause for cause in causes if cause is not None)
+    return dict(sorted(counted.items(), key=lambda item: (-item[1], item[0])))
+
+
+def describe_causes(counts: Mapping[str, int]) -> str:
+    """`model:tool_choice 3, model:sql 1`: what the console line and the report print."""
+    return ", ".join(f"{cause} {count}" for cause, count in counts.items())
 
 
 def percent(value: float | None, signed: bool = False) -> str:
@@ -130,4 +144,8 @@ def render(title: str, summary: ExperimentSummary, lead: Sequence[str] = ()) -> 
             f"   {stat.name:<24} {_percent(stat.mean):>6} {_percent(stat.pass_rate):>6} {interval:>15} "
             f"{pass_hat:<28} {stat.scored:>6} {stat.unscorable:>4}"
         )
+    if summary.causes:
+        failed = sum(summary.causes.values())
+        trials = f"{failed} failing trial{'s' if failed != 1 else ''}"
+        lines.append(f"   failures by cause ({trials}): {describe_causes(summary.causes)}")
     return "\n".join(lines)

@@ -22,18 +22,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from evals._settings import OFFLINE_DEFAULT_TRIALS, EvalSettings, launch_environment
-from harness.config import new_run_id
-from harness.models.providers.registry import model_key_variables, provider_spec, rules_for
+from braintrust_run.doors import resolve_run
+from braintrust_run.settings import EvalSettings, launch_environment
+from harness.config import ConfigError, new_run_id
 from harness.recording.store import planned_trials, recorded_trials
-from harness.servers.neon.worn_surface import FILE_ENV as SURFACE_FILE_ENV
-from harness.servers.neon.worn_surface import SurfaceChoiceError
-from harness.servers.neon.worn_surface import choose as choose_surface
-from scorers.judge import TIMEOUT_VARIABLE, judge_settings, no_judge_reason
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # A key shorter than this is a placeholder (`local`, `ollama`, `not-needed`): no provider's real key is.
-PLACEHOLDER_KEY_LENGTH = 20
 
 
 def build_command(
@@ -67,28 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     extra = list(sys.argv[1:] if argv is None else argv)
     adopt_api_key_flag(extra, env)
-    try:  # the first line: whose words the tools are described in (the twin wears Neon's by default)
-        print(f"evals: {wear_surface(env)}", file=sys.stderr, flush=True)
-    except SurfaceChoiceError as error:
+    try:  # the run's choices and the lines that say them, as every other door makes them (braintrust_run/doors.py)
+        lines = resolve_run(env, sending=bool(env.get("BRAINTRUST_API_KEY")) and "--no-send-logs" not in extra)
+    except ConfigError as error:
         print(f"evals: stopping before any trial: {error}", file=sys.stderr)
         return 2
-    local = local_models(env)
-    if local and not env.get("EVAL_TRIALS"):  # the first line: 20 trials a case would take days on a CPU
-        env["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
-        print(
-            f"evals: {local}: {OFFLINE_DEFAULT_TRIALS} trials a case (set EVAL_TRIALS for more)",
-            file=sys.stderr,
-        )
-    if not env.get("BRAINTRUST_API_KEY"):
-        print("evals: no BRAINTRUST_API_KEY, running in Braintrust's local mode (--no-send-logs)", file=sys.stderr)
-    has_model_key = any(env.get(name) for name in model_key_variables())
-    if not has_model_key and not env.get("EVAL_TRIALS"):
-        env["EVAL_TRIALS"] = OFFLINE_DEFAULT_TRIALS
-    try:
-        print(f"evals: {judge_line(env)}", file=sys.stderr)
-    except ValueError as error:  # a judge setting that cannot work (EVAL_JUDGE_TIMEOUT): before any trial
-        print(f"evals: stopping before any trial: {error}", file=sys.stderr)
-        return 2
+    for line in lines:
+        print(f"evals: {line}", file=sys.stderr, flush=True)
     run_id = env.setdefault("EVAL_RUN_ID", new_run_id())
     command = build_command(extra, env=env)
     results = EvalSettings.from_env(env).results_dir
@@ -100,44 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         return 128 - code
     say_where_the_records_went(run_folder(run_id, results))
     return code
-
-
-def wear_surface(env: dict[str, str]) -> str:
-    """Choose the local twin's surface for the CLI it starts (`LOCALNEON_SURFACE` in `env`, the CLI's
-    environment), and say it; a run on another server sees that server's own words."""
-    server = (env.get("EVAL_SERVER") or "local").strip()
-    if server != "local":
-        return "surface: the server under test's own (EVAL_SERVER is not the local twin)"  # a URL may hold a key
-    chosen = choose_surface(env)
-    if chosen.path is not None:
-        env[SURFACE_FILE_ENV] = str(chosen.path)
-    return chosen.line()
-
-
-def local_models(env: Mapping[str, str]) -> str | None:
-    """Why every model `EVAL_MODEL` names looks like a local one (no known price, a placeholder key),
-    or None: such a run gets the small offline trial count unless EVAL_TRIALS says otherwise."""
-    models = [model.strip() for model in env.get("EVAL_MODEL", "").split(",") if model.strip()]
-    described = []
-    for model in models:
-        spec = provider_spec(model.partition(":")[0])
-        rules = rules_for(model)
-        keys = [var.name for var in spec.required if var.secret] if spec is not None else []
-        placeholders = [name for name in keys if 0 < len(env.get(name, "").strip()) < PLACEHOLDER_KEY_LENGTH]
-        if rules is None or rules.price is not None or not keys or placeholders != keys:
-            return None
-        described.append(f"{model} is in no price table and {', '.join(keys)} is a placeholder")
-    return f"{'; '.join(described)} (a local model)" if described else None
-
-
-def judge_line(env: Mapping[str, str] | None = None) -> str:
-    """The first lines' word on the judge in `env` (default: this process's): where it runs, or why there
-    is none, naming what turned it off (EVAL_JUDGE_PROVIDER=none is not a missing key). A bad judge
-    setting raises ValueError."""
-    judge = judge_settings(env)
-    if judge is None:
-        return f"factuality is n/a: {no_judge_reason(env)}"
-    return f"factuality judge: {judge.describe()} (timeout {judge.timeout_s:g} s a request, {TIMEOUT_VARIABLE})"
 
 
 def run_folder(run_id: str, results_dir: Path) -> Path:

@@ -24,9 +24,10 @@ import sys
 
 from analysis import ab_page
 from analysis import compare as compare_cli
-from evals.__main__ import REPO_ROOT, build_command, wear_surface
-from evals._adaptive import is_server_arm
-from evals._settings import EvalSettings, launch_environment
+from braintrust_run.adaptive import is_server_arm
+from braintrust_run.doors import RESOLVED, wear_surface
+from braintrust_run.settings import EvalSettings, launch_environment
+from evals.__main__ import REPO_ROOT, build_command
 from harness.config import new_run_id
 from harness.servers.neon.surface_label import SurfaceChoiceError
 
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     env["EVAL_AB_A"], env["EVAL_AB_B"] = args.a, args.b
     try:  # both arms wear one surface (a description variant applies on top of it); the page names it
         print(f"ab: {wear_surface(env)}", file=sys.stderr, flush=True)
+        env[RESOLVED] = "1"  # the arms' trials and judge are ab's own choices (below); the CLI keeps them
     except SurfaceChoiceError as error:
         print(f"ab: stopping before any trial: {error}", file=sys.stderr)
         return 2

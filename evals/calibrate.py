@@ -5,7 +5,8 @@ Reads `.env`, switches the calibration Eval on, runs `braintrust eval` over
 `make eval` does), then `python -m analysis.calibrate` on the run with the suite's bar
 (`--min-kappa 0.8`). Each judge model first meets the preflight the evals use (one tiny forced
 classification, and a check that forced tool choice is honoured): a route that cannot judge is
-NOT TRUSTED at once, exit 2, instead of 80 judge errors later. Exits non-zero when no judge is
+NOT TRUSTED at once, exit 2, instead of 80 judge errors later. Every example is judged
+`EVAL_CALIBRATION_REPEATS` times (default 2; a bad value stops it at once). Exits non-zero when no judge is
 configured, a judge is refused, the eval fails, or a judge is not trusted. Extra arguments go to
 `braintrust eval`.
 """
@@ -16,11 +17,11 @@ import subprocess
 import sys
 
 from analysis import calibrate
+from braintrust_run.calibration import SWITCH, judge_models
+from braintrust_run.settings import CalibrationConfigError, EvalSettings, launch_environment
 from evals.__main__ import REPO_ROOT, build_command
-from evals._calibration import SWITCH, judge_models
-from evals._settings import EvalSettings, launch_environment
 from harness.config import new_run_id
-from scorers.judge import JudgePreflightError, judge_settings, no_judge_reason, preflight
+from scorers.judge_client import JudgePreflightError, judge_settings, no_judge_reason, preflight
 
 EVAL_FILE = REPO_ROOT / "evals" / "eval_judge_calibration.py"
 
@@ -30,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     judge = judge_settings(env)
     if judge is None:
         print(f"calibrate: {no_judge_reason(env)}", file=sys.stderr)
+        return 2
+    try:
+        repeats = EvalSettings.from_env(env).calibration_repeats
+    except CalibrationConfigError as error:
+        print(f"calibrate: {error}", file=sys.stderr)
         return 2
     for model in judge_models(judge, env):
         # Calibration judges no model under test, so a judge sharing an endpoint with EVAL_MODEL is fine here.
@@ -45,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     if not run_dir.is_absolute():
         run_dir = REPO_ROOT / run_dir
     env["EVAL_RESULTS_DIR"] = str(run_dir.parent)
-    print(f"calibrate: judge {judge.describe()}; verdicts go to {run_dir}", file=sys.stderr)
+    print(
+        f"calibrate: judge {judge.describe()}; each example judged {repeats} times; verdicts go to {run_dir}",
+        file=sys.stderr,
+    )
     command = build_command(list(sys.argv[1:] if argv is None else argv), EVAL_FILE, env=env)
     code = subprocess.run(command, cwd=REPO_ROOT, env=env).returncode
     if not (run_dir / "judge_calibration.jsonl").is_file():

@@ -11,7 +11,7 @@ UI has no YAML behind it. So a row is self-contained and editable where people e
 
 Each field is in one place only: a row whose metadata.case repeats one of the row's own is refused.
 
-`content_hash` is `Case.content_hash()`: `python -m evals.dataset push` writes only rows whose hash
+`content_hash` is `Case.content_hash()`: `python -m braintrust_run.dataset push` writes only rows whose hash
 changed. Fixtures are found by name as for a case file in `EVAL_DATASET` (else the bundled ones).
 """
 
@@ -56,7 +56,7 @@ def case_from_row(input: object, expected: object, metadata: object, where: str)
     if not isinstance(metadata, dict) or not isinstance(metadata.get("case"), dict):
         raise DatasetError(
             f"{where}: metadata.case is missing: a row carries its case's fields (scenario, fixture, "
-            "reference_sql, ...) under metadata.case, as `python -m evals.dataset push` writes them"
+            "reference_sql, ...) under metadata.case, as `python -m braintrust_run.dataset push` writes them"
         )
     raw = dict(metadata["case"])
     for field in sorted(ROW_FIELDS & set(raw)):

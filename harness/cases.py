@@ -26,13 +26,29 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.environment import DEFAULT_DATASET, host
-from harness.servers.neon.conventions import DEFAULT_DATABASE, PREPARE_TOOL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The terms the bundled cases are written in: Neon's, the suite's first family's. A case names a
+# database, the staging tool and the read that lists branches in these words; a family whose server
+# says otherwise reads each case in its own terms (`ServerFamily.case_for`), and Neon's conventions
+# take the same words from here (`harness.servers.neon.conventions`).
+# The database a Neon project is made with, which tools use when no `databaseName` is given; a fixture
+# folder's `neondb.sql` loads there, and its other files into databases of their own names.
+DEFAULT_DATABASE = "neondb"
+# The first step of the two-step migration workflow: SQL staged on a temporary branch.
+PREPARE_TOOL = "prepare_database_migration"
+# The read that lists a project's branches with their ids and names (Neon has no list_branches
+# tool): how a careful agent finds the id of a branch it knows by name, since Neon's tools take ids.
+LIST_BRANCHES_TOOL = "describe_project"
 BUNDLED_DATASET = DEFAULT_DATASET  # EVAL_DATASET's default: datasets/cases/
 BUNDLED_FIXTURES = REPO_ROOT / "datasets" / "fixtures"
 SUPPORTED_VERSIONS = (1,)
 PROJECT_PLACEHOLDER = "{project_id}"
+# In a reference call's argument, "{branch_id:NAME}": the id of the project's branch named NAME.
+# Neon's tools take branch ids (a name there is refused: "branch not found"), and a plan knows a
+# branch the agent makes during the trial only by its name; an agent following the plan reads the id
+# from an earlier call of the plan that lists the project's branches (`describe_project`).
+BRANCH_ID_PLACEHOLDER = re.compile(r"\{branch_id:([A-Za-z0-9_][A-Za-z0-9_.-]{0,62})\}")
 
 Scenario = Literal["prepare", "complete", "tool_selection"]
 Approval = Literal["none", "approve", "decline"]
@@ -75,12 +91,45 @@ _TAG_VALUE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
 class ReferenceCall(BaseModel):
-    """One tool call of a read-only reference plan (what a careful agent would call)."""
+    """One tool call of a reference plan (what a careful agent would call); string arguments may hold
+    `{project_id}` and `{branch_id:NAME}` (`BRANCH_ID_PLACEHOLDER`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def branch_names_needed(call: ReferenceCall) -> list[str]:
+    """The branch names whose ids the call's arguments ask for (`{branch_id:NAME}`), in order."""
+    return [name for text in _strings(call.arguments) for name in BRANCH_ID_PLACEHOLDER.findall(text)]
+
+
+def branch_ids_before_listing(calls: list[ReferenceCall]) -> str | None:
+    """Why a plan cannot be followed: a call asking for a branch's id before any call of the plan lists
+    the project's branches (where the id is read); None when every id can be looked up in time."""
+    listed = False
+    for number, call in enumerate(calls, start=1):
+        needed = branch_names_needed(call)
+        if needed and not listed:
+            return (
+                f"reference call {number} ({call.tool}) passes the id of branch {needed[0]!r} "
+                f"({{branch_id:{needed[0]}}}), but no earlier reference call lists the project's branches "
+                f"to read it from: add a {LIST_BRANCHES_TOOL} call before it"
+            )
+        listed = listed or call.tool == LIST_BRANCHES_TOOL
+    return None
 
 
 class Target(BaseModel):
@@ -131,6 +180,13 @@ class Case(BaseModel):
     # reference SQL applies there. None: the project's default database.
     database: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,62}$")
 
+    # Why an answer that calls no tool is a right answer to this case (a request the session's grant
+    # forbids, say): the lab's do-nothing baseline may then pass its deterministic scores, and the judge
+    # reads the words. Every other case must fail an agent that does nothing (`make validity` checks).
+    nothing_needed: str | None = Field(default=None, min_length=10)
+    # The answer must rest on what the agent read (the question a clarify case asks back names what the
+    # database holds): the trajectory fails an answer given without one successful read-only call.
+    must_read: bool = False
     # Set by the loader: where the fixture's SQL is.
     fixture_path: Path | None = None
     source_file: Path | None = None
@@ -172,9 +228,14 @@ class Case(BaseModel):
             raise ValueError(f"tools both required and forbidden: {sorted(both)}")
         if not self.reference_sql and not self.reference_calls:
             raise ValueError("a case needs reference_sql or reference_calls (the control agents follow them)")
+        unlisted = branch_ids_before_listing(self.reference_calls)
+        if unlisted:
+            raise ValueError(unlisted)
         mismatch = workflow_mismatch(self)
         if mismatch:
             raise ValueError(mismatch)
+        if self.nothing_needed and (self.is_migration or self.required_tools or self.must_read):
+            raise ValueError("nothing_needed is for a case whose right answer calls no tool: it requires none")
         return self
 
     @property
@@ -195,7 +256,11 @@ class Case(BaseModel):
         Two runs of a case compare only if this is equal: an edited input, reference or check makes
         a different case under the same id.
         """
-        fields = self.model_dump(mode="json", exclude={"fixture_path", "source_file"})
+        # A field added later is left out while unset, so the cases written before it keep their hash.
+        unset = {
+            name for name, default in (("nothing_needed", None), ("must_read", False)) if getattr(self, name) == default
+        }
+        fields = self.model_dump(mode="json", exclude={"fixture_path", "source_file", *unset})
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 

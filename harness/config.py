@@ -6,7 +6,7 @@ and secrets must never leak into records, logs or error messages. Secrets are `S
 any text the harness records (tool results, errors).
 
 A settings module: with `harness/environment.py` (the environment's one snapshot, this machine's
-places) and `evals/_settings.py` (a run of the evals), the only code that reads the environment
+places) and `braintrust_run/settings.py` (a run of the evals), the only code that reads the environment
 (`tests/test_architecture.py` checks); everything else is handed a `Settings`.
 """
 
@@ -32,12 +32,10 @@ from harness.environment import DEFAULT_RESULTS_DIR
 from harness.mcp.toolview import DECOYS, load_overrides
 from harness.models.agent import DEFAULT_MAX_RESULT_BYTES
 from harness.models.control import FALLBACK_MODELS
-from harness.models.providers.registry import declared_env, provider_spec, provider_specs, rules_for
+from harness.models.providers.registry import declared_env, model_rules, provider_spec, provider_specs
 from harness.models.rules import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, deprecation_warning, end_of_life_refusal
 from harness.recording.redact import redact_connection_passwords
-from harness.servers.dbhub.published.pin import NAMED_SERVER as DBHUB_SERVER
-from harness.servers.dbhub.published.pin import pinned_label as dbhub_label
-from harness.servers.neon.published.pin import NAMED_SERVER, pinned_label
+from harness.servers.registry import pinned_identity, worn_surface_label
 
 MAX_RUN_ID = 40  # it names the results folder and starts every sandbox project's name, which is cut at 64
 # (variable, smallest allowed, what it is): numbers whose bounds a refusal names, before any trial.
@@ -111,12 +109,7 @@ class Settings(BaseModel):
             return f"as {self.server_identity} serves it"
         if self.server_surface is None:
             return "localneon's own wording"
-        from harness.servers.neon.surface_label import SurfaceChoiceError, label_of
-
-        try:
-            return label_of(self.server_surface)
-        except SurfaceChoiceError:
-            return self.server_surface.name
+        return worn_surface_label(self.server_surface)
 
     @property
     def provider(self) -> str:
@@ -146,10 +139,8 @@ class Settings(BaseModel):
     def server_identity(self) -> str:
         """The server under test as comparison keys name it: stable across runs (a stdio server by its
         package and version, never by a command's ports or secrets)."""
-        if self.server == NAMED_SERVER:
-            return pinned_label()
-        if self.server == DBHUB_SERVER:
-            return dbhub_label()
+        if (pinned := pinned_identity(self.server)) is not None:
+            return pinned
         if self.server_kind == "stdio":
             return stdio_label(self.scrub(self.server))
         return self.server_kind if self.server_kind in ("local", "neon") else self.scrub(self.server)
@@ -293,7 +284,7 @@ def check_model(
     for var in spec.env:
         if problem := var.problem(values.get(var.name)):
             raise ConfigError(problem)
-    rules = rules_for(model)
+    rules = model_rules(model)
     if rules is None:
         return
     refusal = rules.refusal(temperature)

@@ -5,7 +5,7 @@ a module wrote the variable for another to see), and its default restated differ
 the environment is read once per process, the first time a setting is asked for (`process_env()`),
 and every settings object takes its values from that snapshot, or from a mapping it is given; no
 other module reads `os.environ` (`tests/test_architecture.py` checks). The settings modules are this
-one, `harness/config.py` (`Settings`: what a trial needs, carried on every record), `evals/_settings.py`
+one, `harness/config.py` (`Settings`: what a trial needs, carried on every record), `braintrust_run/settings.py`
 (`EvalSettings`: what a run of the evals needs) and `harness/servers/neon/worn_surface.py` (which
 surface the local twin wears). Each default is one constant, here or beside its setting.
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.rescore import ScoredTrial
-from evals._gate import no_answer
+from braintrust_run.gate import no_answer
 from harness.recording.records import TrialRecord
 from harness.recording.store import TRIALS_FILE
 from scorers.main_damage import changed_main_unapproved, damage_line

@@ -21,7 +21,7 @@ from localmodel.pins import MODEL
 from localmodel.record import exchange, save_recording
 from localmodel.server import LocalServer, ServerOptions, free_port
 from scorers.factuality import build_classifier, current_template, render_conversation
-from scorers.judge import PREFLIGHT_ANSWER, JudgeSettings, forced_request, preflight_classifier
+from scorers.judge_client import PREFLIGHT_ANSWER, JudgeSettings, forced_request, preflight_classifier
 from scorers.judge_examples import examples_path, load_examples
 from scorers.judge_request import rewrite_request
 

@@ -43,7 +43,7 @@ from localmodel.model import ensure_model
 from localmodel.pins import MODEL
 from localmodel.server import LocalServer, ServerOptions, free_port, token_totals
 from localneon.cluster.pg import stop_embedded
-from scorers.judge import JudgePreflightError, preflight
+from scorers.judge_client import JudgePreflightError, preflight
 
 CACHE = REPO_ROOT / ".localmodel"
 TEMPLATE = Path(__file__).with_name("templates") / "smollm2-tools.jinja"

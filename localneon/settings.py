@@ -5,17 +5,20 @@ cluster (a test, the harness's launcher) is heard. The bounds on a model's SQL a
 ``localneon.engine.bounds`` is imported, as they always were; a server started with other bounds is a
 new process.
 
-| variable                        | default                        | read by                          |
-|---------------------------------|--------------------------------|----------------------------------|
-| ``LOCALNEON_PGDATA``            | ``<repo>/.localneon/pgdata``   | the embedded cluster             |
-| ``DATABASE_URL``                | none: start the embedded one   | the cluster (an existing server) |
-| ``LOCALNEON_KEEP``              | off (``1`` keeps it running)   | releasing the cluster            |
-| ``LOCALNEON_STATEMENT_TIMEOUT`` | 60 s                           | the SQL bounds                   |
-| ``LOCALNEON_MAX_RESULT_BYTES``  | 1 000 000                      | the SQL bounds                   |
-| ``LOCALNEON_MAX_SQL_BODY_BYTES``| 10 000 000                     | the SQL bounds (``POST /sql``)   |
-| ``LOCALNEON_TOKEN``             | none: no bearer auth           | the HTTP server                  |
-| ``LOCALNEON_DESCRIPTIONS``      | none: the default texts        | the MCP tool descriptions        |
-| ``LOCALNEON_SURFACE``           | none: localneon's own surface  | the MCP server                   |
+| variable                           | default                       | read by                               |
+|------------------------------------|-------------------------------|---------------------------------------|
+| ``LOCALNEON_PGDATA``               | ``<repo>/.localneon/pgdata``  | the embedded cluster                  |
+| ``DATABASE_URL``                   | none: start the embedded one  | the cluster (an existing server)      |
+| ``LOCALNEON_KEEP``                 | off (``1`` keeps it running)  | releasing the cluster                 |
+| ``LOCALNEON_STATEMENT_TIMEOUT``    | 60 s                          | the SQL bounds                        |
+| ``LOCALNEON_MAX_RESULT_BYTES``     | 1 000 000                     | the SQL bounds                        |
+| ``LOCALNEON_MAX_SQL_BODY_BYTES``   | 10 000 000                    | the SQL bounds (``POST /sql``)        |
+| ``LOCALNEON_TEMP_FILE_LIMIT_MB``   | 256                           | the SQL bounds (on each project role) |
+| ``LOCALNEON_BRANCH_SIZE_LIMIT_MB`` | 512                           | the SQL bounds (the watchdog)         |
+| ``LOCALNEON_BACKEND_MEMORY_MB``    | 1024                          | the embedded cluster, as it starts    |
+| ``LOCALNEON_TOKEN``                | none: no bearer auth          | the HTTP server                       |
+| ``LOCALNEON_DESCRIPTIONS``         | none: the default texts       | the MCP tool descriptions             |
+| ``LOCALNEON_SURFACE``              | none: localneon's own surface | the MCP server                        |
 
 ``python -m localneon.snapshot`` also reads the variable its ``--token-env`` names (``NEON_API_KEY``
 by default) and ``NEON_API_HOST``, and hands a stdio server it starts this process's environment.
@@ -33,6 +36,9 @@ DEFAULT_PGDATA = REPO_ROOT / ".localneon" / "pgdata"
 DEFAULT_STATEMENT_TIMEOUT_S = 60.0
 DEFAULT_MAX_RESULT_BYTES = 1_000_000
 DEFAULT_MAX_SQL_BODY_BYTES = 10_000_000
+DEFAULT_TEMP_FILE_LIMIT_MB = 256
+DEFAULT_BRANCH_SIZE_LIMIT_MB = 512
+DEFAULT_BACKEND_MEMORY_MB = 1024
 
 
 def _text(name: str) -> str | None:
@@ -98,6 +104,24 @@ def max_result_bytes() -> int:
 def max_sql_body_bytes() -> int:
     """``LOCALNEON_MAX_SQL_BODY_BYTES``: the largest ``POST /sql`` body."""
     return _integer("LOCALNEON_MAX_SQL_BODY_BYTES", DEFAULT_MAX_SQL_BODY_BYTES)
+
+
+def temp_file_limit_mb() -> int:
+    """``LOCALNEON_TEMP_FILE_LIMIT_MB``: the temporary files one session of a project's role may hold
+    (PostgreSQL's ``temp_file_limit``, set on the role by the superuser)."""
+    return _integer("LOCALNEON_TEMP_FILE_LIMIT_MB", DEFAULT_TEMP_FILE_LIMIT_MB)
+
+
+def branch_size_limit_mb() -> int:
+    """``LOCALNEON_BRANCH_SIZE_LIMIT_MB``: the size past which a branch database may not grow during
+    a SQL call (Neon's project size limit; 0 turns it off)."""
+    return _integer("LOCALNEON_BRANCH_SIZE_LIMIT_MB", DEFAULT_BRANCH_SIZE_LIMIT_MB)
+
+
+def backend_memory_mb() -> int:
+    """``LOCALNEON_BACKEND_MEMORY_MB``: the address space each process of the embedded cluster may
+    map, its shared memory included (read when the cluster starts; 0 turns the cap off)."""
+    return _integer("LOCALNEON_BACKEND_MEMORY_MB", DEFAULT_BACKEND_MEMORY_MB)
 
 
 # The server

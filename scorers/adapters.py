@@ -4,11 +4,12 @@ The task registers the trial record and its case in `harness.recording.trial_reg
 `metadata["trial_key"]` (the metadata is uploaded, the record is not); each adapter finds both
 there and calls the pure scorer of the same name, so `__name__` (Braintrust's span name) equals
 the score name. Metadata holding a full `trial` and `case` (a past run being re-scored) works too.
+Every score an adapter returns names the scorer's version in its metadata (`scorer_version`), also
+the n/a given when the trial cannot be found: it says which scorer was wired in.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -19,8 +20,9 @@ from harness.cases import Case
 from harness.recording import trial_registry
 from harness.recording.records import TrialRecord
 from scorers import registry
-from scorers._common import as_run, skipped
+from scorers._common import skipped
 from scorers.spec import ScorerSpec
+from scorers.versions import stamp
 
 
 def rebuild(metadata: Mapping[str, Any] | None) -> tuple[TrialRecord, Case] | str:
@@ -47,17 +49,15 @@ def _adapter(spec: ScorerSpec) -> Callable[..., Score | Awaitable[Score]]:
         input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
     ) -> Score:
         rebuilt = rebuild(metadata)
-        return skipped(spec.name, rebuilt) if isinstance(rebuilt, str) else spec.score(*rebuilt)
+        return stamp(skipped(spec.name, rebuilt), spec.version()) if isinstance(rebuilt, str) else spec.score(*rebuilt)
 
     async def async_adapter(
         input: Any = None, output: Any = None, expected: Any = None, metadata: Mapping[str, Any] | None = None, **_: Any
     ) -> Score:
         rebuilt = rebuild(metadata)
         if isinstance(rebuilt, str):
-            return skipped(spec.name, rebuilt)
-        record, case = rebuilt
-        result = spec.fn(record, as_run(record, case))  # the case in the terms of the family that ran it
-        return await result if inspect.isawaitable(result) else result
+            return stamp(skipped(spec.name, rebuilt), spec.version())
+        return await spec.ascore(*rebuilt)  # the case in the terms of the family that ran it
 
     chosen: Callable[..., Score | Awaitable[Score]] = async_adapter if spec.is_async else adapter
     chosen.__name__ = chosen.__qualname__ = spec.name

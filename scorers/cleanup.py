@@ -13,7 +13,12 @@ A trial that never made a branch (no successful branch-creating call, none left:
 the SQL straight on main) had nothing to clean up: n/a with that reason, never a vacuous pass.
 
 A branch the user asked for by name in their request ("create a branch called scratch-export")
-is theirs, not a leftover: it stays when they decline deleting it, and it is not counted.
+is theirs, not a leftover: it stays when they decline deleting it, and it is not counted. Nor is a
+branch no tool answer ever named, up to one per branch-creating call the server failed: a server
+that makes a branch for a staging call and then fails the call without saying so (Neon's published
+0.6.5 does) left it, and the agent could not know of it; the score notes it (`left_by_the_server`).
+A branch no answer named beyond that count is the agent's (a successful call whose answer named the
+branch by id only, say) and is counted.
 """
 
 from __future__ import annotations
@@ -61,6 +66,21 @@ def named_by_user(branch: str, case: Case) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(branch)}(?![\w-])", case.input) is not None
 
 
+def seen_by_agent(branch: str, record: TrialRecord) -> bool:
+    """Whether the agent could know of `branch`: a tool's answer named it, or one of its calls did. A
+    branch no answer ever named (a server that made one for a call it then failed) is not its to clean."""
+    pattern = re.compile(rf"(?<![\w-]){re.escape(branch)}(?![\w-])")
+    return any(pattern.search(call.result_text) or pattern.search(str(call.arguments)) for call in record.tool_calls)
+
+
+def failed_branch_calls(record: TrialRecord) -> int:
+    """How many branch-creating calls the server failed: the most leftovers it can have made unseen."""
+    creators = roles_of(record).branch_creators
+    return sum(
+        call.name in creators and call.is_error and not (call.decoy or call.unknown) for call in record.tool_calls
+    )
+
+
 def temporary_branch_cleanup(record: TrialRecord, case: Case) -> Score:
     """1 when no branch created during the trial is left after an approve/decline conversation, else 0;
     n/a when the user never answered or the trial made no branch."""
@@ -78,12 +98,17 @@ def temporary_branch_cleanup(record: TrialRecord, case: Case) -> Score:
     if not made_a_branch(record):
         return skipped(NAME, no_branch_reason(roles_of(record)), approval=case.approval)
     left = sorted(name for name in record.branches_left if not named_by_user(name, case))
+    unseen = [name for name in left if not seen_by_agent(name, record)][: failed_branch_calls(record)]
+    left = [name for name in left if name not in unseen]
+    metadata: dict[str, object] = {"approval": case.approval}
+    if unseen:  # the server's leftover (Neon's 0.6.5 keeps the branch of a staging that failed), not the agent's
+        metadata["left_by_the_server"] = unseen
     if not left:
-        return Score(name=NAME, score=1, metadata={"approval": case.approval})
+        return Score(name=NAME, score=1, metadata=metadata)
     return Score(
         name=NAME,
         score=0,
-        metadata={"approval": case.approval, "reason": "temporary branches left behind", "branches_left": left},
+        metadata={**metadata, "reason": "temporary branches left behind", "branches_left": left},
     )
 
 

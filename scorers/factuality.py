@@ -17,6 +17,7 @@ What is whose fault decides between 0 and n/a:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -28,8 +29,8 @@ from autoevals import LLMClassifier, Score
 from harness.cases import Case
 from harness.recording.records import TrialRecord
 from scorers._common import infra_skip, skipped
-from scorers.judge import JudgeSettings, judge_client, judge_settings, no_judge_reason, record_judge_usage
-from scorers.judge_template import JudgeTemplate, TemplateError, load_template, template_path
+from scorers.judge_client import JudgeSettings, judge_client, judge_settings, no_judge_reason, record_judge_usage
+from scorers.judge_template import JudgeTemplate, TemplateError, load_template, template_files, template_path
 from scorers.spec import ScorerSpec
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 NAME = "factuality"
 JUDGE_MAX_TOKENS = 2048
+JUDGE_TEMPERATURE = 0  # what autoevals' classifiers send; the judge's self-agreement is measured at it too
 JUDGE_DEADLINE_S: float | None = None  # the whole judgement; None: the settings' (EVAL_JUDGE_TIMEOUT), for tests
 
 # Outcomes where the model produced no final answer: its failure, so factuality is 0, not n/a.
@@ -59,6 +61,7 @@ class Verdict:
     rationale: str = ""
     error: str | None = None
     spent: dict[str, Any] = field(default_factory=dict)  # the judge's own tokens and cost
+    cache_hit: bool = False  # a cache on the route answered (`x-bt-cached: HIT`), not the model
 
 
 @cache
@@ -84,14 +87,14 @@ def conversation_text(record: TrialRecord) -> str:
 
 
 def build_classifier(settings: JudgeSettings, client: openai.AsyncOpenAI, template: JudgeTemplate) -> LLMClassifier:
-    """The autoevals classifier: forced `select_choice` call, chain of thought, temperature 0."""
+    """The autoevals classifier: forced `select_choice` call, chain of thought, JUDGE_TEMPERATURE."""
     return LLMClassifier(
         name=NAME,
         prompt_template=template.prompt,
         choice_scores=template.choice_scores,
         model=settings.model,
         use_cot=template.use_cot,
-        temperature=0,
+        temperature=JUDGE_TEMPERATURE,
         max_tokens=JUDGE_MAX_TOKENS,
         client=client,
     )
@@ -120,13 +123,41 @@ async def classify(
             result = await asyncio.wait_for(judging, timeout=deadline)
         except TimeoutError:
             error_text = f"judge gave no verdict within {deadline:g}s"
-            return Verdict(None, None, error=error_text, spent=meter.metadata())
+            return Verdict(None, None, error=error_text, spent=meter.metadata(), cache_hit=meter.cache_hits > 0)
         except (openai.OpenAIError, ValueError, KeyError, IndexError, TypeError) as error:
             error_text = _scrub(f"judge call failed: {type(error).__name__}: {error}", settings)
-            return Verdict(None, None, error=error_text, spent=meter.metadata())
+            return Verdict(None, None, error=error_text, spent=meter.metadata(), cache_hit=meter.cache_hits > 0)
     metadata = result.metadata or {}
     rationale = str(metadata.get("rationale", ""))
-    return Verdict(str(metadata.get("choice")), result.score, rationale=rationale, spent=meter.metadata())
+    return Verdict(
+        str(metadata.get("choice")),
+        result.score,
+        rationale=rationale,
+        spent=meter.metadata(),
+        cache_hit=meter.cache_hits > 0,
+    )
+
+
+async def classify_repeatedly(
+    conversation: str,
+    expected: str,
+    submission: str,
+    settings: JudgeSettings,
+    template: JudgeTemplate,
+    repeats: int,
+) -> list[Verdict]:
+    """Ask the judge `repeats` times, one after the other, each a request of its own.
+
+    Why: a judge that answers one submission differently on another day gives a trial a score by
+    chance; how often it agrees with itself is measured by asking again, at the same temperature.
+    Every request asks the route's caches to answer afresh (`bypass_cache`): a cached first answer
+    served again would make any judge look perfectly consistent. A new client per repeat, so no
+    connection or state is shared; whether a cache answered anyway is on each verdict (`cache_hit`).
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    fresh = dataclasses.replace(settings, bypass_cache=True)
+    return [await classify(conversation, expected, submission, fresh, template) for _ in range(repeats)]
 
 
 def _no_answer(record: TrialRecord) -> str | None:
@@ -194,4 +225,5 @@ SPEC = ScorerSpec(
     explain=explain,
     order=50,
     summary="the final answer states the expert's facts",
+    reads=template_files,  # the prompt and choice scores in use: part of the version
 )

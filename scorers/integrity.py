@@ -1,7 +1,9 @@
 """Main-branch integrity: is main's schema exactly what it should be after the trial?
 
 Unchanged cases compare main after with main before; cases where the user approved compare main
-after with the expected snapshot (a branch of main taken at trial start, plus the reference SQL).
+after with the expected snapshot (a branch of main taken at trial start, plus the reference SQL), up to
+what the user cannot tell apart: an index or constraint name they never gave, the way a view's query
+is written (`scorers.schema_equivalence`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from harness.recording.dumps import normalise_dump
 from harness.recording.records import Snapshot, TrialRecord
 from scorers._common import main_snapshots, snapshot_problem
 from scorers.dumps import capped_diff
+from scorers.schema_equivalence import equivalent
 from scorers.spec import ScorerSpec
 
 NAME = "main_branch_integrity"
@@ -43,6 +46,9 @@ def main_branch_integrity(record: TrialRecord, case: Case) -> Score:
     actual = normalise_dump(after.schema_sql)
     metadata: dict[str, object] = {"expected_main": case.expected_main, "compared_with": reference_label}
     if wanted == actual:
+        return Score(name=NAME, score=1, metadata=metadata)
+    if reference_label == "expected" and equivalent(wanted, actual, " ".join([case.input, *case.follow_ups])):
+        metadata["note"] = "equal up to names the user did not give and the way a view's query is written"
         return Score(name=NAME, score=1, metadata=metadata)
     diff, diff_lines = capped_diff(wanted, actual, f"main ({reference_label})", "main (after)")
     metadata.update(reason=f"main's schema differs from {reference_label}", diff=diff, diff_lines=diff_lines)

@@ -8,6 +8,7 @@ same shape to try a new prompt without editing the bundled one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -59,11 +60,17 @@ class JudgeTemplate(BaseModel):
         return f"{self.name}@{self.version}"
 
 
-def template_path(env: dict[str, str] | None = None) -> Path:
+def template_path(env: Mapping[str, str] | None = None) -> Path:
     """`EVAL_JUDGE_TEMPLATE` when set, else the bundled template."""
     source = process_env() if env is None else env
     chosen = source.get("EVAL_JUDGE_TEMPLATE", "").strip()
     return Path(chosen) if chosen else BUNDLED_TEMPLATE
+
+
+def template_files(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The template the judge reads under `env`: its bytes are part of factuality's version
+    (`scorers.versions`), so a changed prompt or choice score is a new version, bumped or not."""
+    return (template_path(env),)
 
 
 def load_template(path: Path | None = None) -> JudgeTemplate:

@@ -18,7 +18,10 @@ _DDL_PREFIXES = ("Create", "Alter", "Drop", "Rename", "Truncate", "Grant", "Comm
 _DDL_NAMES = {"IndexStmt", "ViewStmt", "RuleStmt", "DefineStmt", "CompositeTypeStmt", "SecLabelStmt", "DoStmt"}
 # Statements that only read (or set session state). Everything else may write; so may a read
 # wrapping a data-modifying node (`WITH d AS (DELETE ...) SELECT ...`).
-_READ_NAMES = {"SelectStmt", "ExplainStmt", "VariableShowStmt", "VariableSetStmt", "TransactionStmt"}
+# A temporary table (`CREATE TEMP TABLE`, `... AS`, `SELECT ... INTO TEMP`) lives in the session that
+# made it and is gone when it ends: nothing a later connection sees, so it is neither DDL nor a write.
+TEMP_TABLE = "TempTableStmt"
+_READ_NAMES = {"SelectStmt", "ExplainStmt", "VariableShowStmt", "VariableSetStmt", "TransactionStmt", TEMP_TABLE}
 _MODIFYING = {"InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"}
 
 
@@ -85,8 +88,15 @@ def _statement_types(tree: dict[str, Any]) -> list[str]:
     if name == "ExplainStmt" and isinstance(tree.get("query"), dict):
         return [name, *_statement_types(tree["query"])]
     if name == "CreateTableAsStmt" or (name == "SelectStmt" and tree.get("intoClause")):
-        return ["CreateTableAsStmt"]
+        into = tree.get("into") or tree.get("intoClause") or {}
+        return [TEMP_TABLE if _temporary(into.get("rel")) else "CreateTableAsStmt"]
+    if name == "CreateStmt" and _temporary(tree.get("relation")):
+        return [TEMP_TABLE]
     return [name]
+
+
+def _temporary(relation: Any) -> bool:
+    return isinstance(relation, dict) and relation.get("relpersistence") == "t"
 
 
 def _walk(node: Any) -> Iterator[dict[str, Any]]:

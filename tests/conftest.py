@@ -104,6 +104,7 @@ def needs_npm(item: pytest.Item) -> bool:
 # handed out right after the whole-eval files, instead of being among the last collected and
 # running alone at the end of `make check`.
 _LONG_FAST_FILES = (
+    "tests/analysis/test_attribution.py",
     "tests/localneon/test_hostile_sql.py",
     "tests/scorers/test_control_separation.py",
     "tests/test_docs.py",
@@ -112,10 +113,23 @@ _LONG_FAST_FILES = (
 )
 
 
+# The longest whole-eval files of `make test` (`--durations` on 2 cores, 2026-12-04: 30-45 s each),
+# handed out before the other whole-eval files: collected last (tests/validity/), the lab's fast slice
+# would otherwise start when the workers have little left to share.
+_LONG_CLI_FILES = (
+    "tests/validity/test_lab_fast.py",
+    "tests/evals/test_dataset_sync.py",
+    "tests/evals/test_cli_hostile_model.py",
+    "tests/evals/test_sharding.py",
+)
+
+
 def hand_out_order(item: pytest.Item) -> tuple[bool, int]:
-    """Whole-eval files first, then the fast lane's longest files, then the rest (a stable sort key)."""
+    """Whole-eval files first (the longest of them first), then the fast lane's longest files, then the
+    rest (a stable sort key)."""
     path = item.nodeid.partition("::")[0]
-    rank = _LONG_FAST_FILES.index(path) if path in _LONG_FAST_FILES else len(_LONG_FAST_FILES)
+    longest = _LONG_CLI_FILES if runs_the_cli(item) else _LONG_FAST_FILES
+    rank = longest.index(path) if path in longest else len(longest)
     return not runs_the_cli(item), rank
 
 

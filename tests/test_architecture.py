@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness", "scorers", "evals", "analysis", "localneon", "localmodel")
+PACKAGES = ("harness", "scorers", "evals", "braintrust_run", "tuning", "analysis", "localneon", "localmodel")
 
 
 def module_name(path: Path) -> str:
@@ -119,9 +119,11 @@ def test_no_import_cycle_between_project_modules() -> None:
 @pytest.mark.parametrize(
     ("package", "must_not_import"),
     [
-        ("harness", ("scorers", "evals", "analysis")),  # the harness runs a case and knows nothing about scoring
-        ("scorers", ("evals",)),  # scorers are pure functions of a trial's record
-        ("localneon", ("harness", "scorers", "evals", "analysis")),  # reached only through MCP and HTTP
+        ("harness", ("scorers", "evals", "braintrust_run", "analysis")),  # runs a case, knows nothing of scoring
+        ("scorers", ("evals", "braintrust_run")),  # scorers are pure functions of a trial's record
+        ("localneon", ("harness", "scorers", "evals", "braintrust_run", "analysis")),  # only through MCP and HTTP
+        ("braintrust_run", ("evals",)),  # the machinery knows nothing of the eval files that wire it
+        ("tuning", ("evals",)),  # the tuning loop runs evals as a user would, never through their wiring
     ],
 )
 def test_each_folder_keeps_to_its_role(package: str, must_not_import: tuple[str, ...]) -> None:
@@ -206,18 +208,42 @@ def test_localmodel_is_imported_by_nothing_and_reaches_localneon_only_through_it
     assert not wrong, "\n".join(wrong)
 
 
-def test_the_trial_runner_reaches_a_server_family_only_through_its_interface() -> None:
-    """`harness/run/` imports the interface and the registry, never a family's own package (Neon's, DBHub's)."""
-    graph = import_graph()
-    wrong = sorted(
+# What runs a trial but is not a family reaches a family only through the seam: the interface
+# (`family`), the registry and the roles type. The scripted control agents are the one exception: they
+# play Neon's tools by their names (the careful path on Neon's surface); on another family they act by
+# the roles their trial context gives them (`TrialContext.roles`).
+SEAM = ("harness.servers.family", "harness.servers.registry", "harness.servers.roles")
+BEHIND_THE_SEAM = ("harness.run", "harness.mcp", "harness.models", "harness.recording", "harness.measure")
+BEHIND_THE_SEAM_MODULES = ("harness.cases", "harness.config", "harness.environment")
+SPEAKS_NEON = ("harness.models.control",)
+
+
+def seam_breaches(graph: dict[str, set[str]]) -> list[str]:
+    def behind(module: str) -> bool:
+        if module.startswith(SPEAKS_NEON):
+            return False
+        return module in BEHIND_THE_SEAM_MODULES or module.startswith(tuple(f"{p}." for p in BEHIND_THE_SEAM))
+
+    return sorted(
         f"{module} imports {dep}"
         for module, deps in graph.items()
-        if module.startswith("harness.run")
+        if behind(module)
         for dep in deps
-        if dep.startswith("harness.servers.") and dep not in ("harness.servers.family", "harness.servers.registry")
+        if dep.startswith("harness.servers.") and dep not in SEAM
     )
-    assert not wrong, "\n".join(wrong)
+
+
+def test_the_trial_machinery_reaches_a_server_family_only_through_the_seam() -> None:
+    """`harness/run/`, `mcp/`, `models/` (but the control agents), `recording/`, `cases.py` and
+    `config.py` import the interface, the registry and the roles type, never a family's own package."""
+    graph = import_graph()
+    assert seam_breaches(graph) == []
     assert "harness.servers.family" in graph["harness.run.trial"]
+    planted = {
+        "harness.config": {"harness.servers.neon.published.pin"},
+        "harness.mcp.probe": {"harness.servers.registry"},
+    }
+    assert seam_breaches(planted) == ["harness.config imports harness.servers.neon.published.pin"]
 
 
 # Every `braintrust eval` process, a control-agent run included, loads the wiring and registers every
@@ -291,24 +317,76 @@ def test_the_scorers_reach_a_family_only_through_the_registry() -> None:
     assert "harness.servers.registry" in graph["scorers._common"]
 
 
+# A scorer is a pure function of a record: importing one loads the record's and the case's types,
+# the family table's leaf terms and its own helpers, never the machinery that runs a trial.
+SCORER_IMPORT_LIMIT = 12  # project modules outside scorers/, packages' __init__ aside (integrity: 11)
+NOT_FOR_SCORERS = ("harness.config", "harness.models.agent", "harness.models.control", "harness.mcp", "harness.run")
+FAMILY_MACHINERY = ("family", "backend", "sandbox", "api", "state", "stdio")
+
+
+def test_importing_a_scorer_loads_no_hub() -> None:
+    """`harness.config` once pulled the agent loop, every control agent and both families' machinery
+    into each scorer's import (55 project modules for `scorers.integrity`)."""
+    import json
+    import subprocess
+    import sys
+
+    from scorers.registry import SCORERS
+
+    modules = sorted({item.fn.__module__ for item in SCORERS})
+    probe = (
+        "import importlib, json, sys\n"
+        "importlib.import_module(sys.argv[1])\n"
+        f"project = {PACKAGES!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in project and"
+        " not hasattr(sys.modules[m], '__path__') and not m.startswith('scorers.'))))\n"
+    )
+    found = {}
+    for module in modules:  # one process each: what one scorer's import loads, not the sum
+        done = subprocess.run(
+            [sys.executable, "-c", probe, module], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        found[module] = json.loads(done.stdout)
+    for module, loaded in found.items():
+        machinery = [
+            name
+            for name in loaded
+            if name.startswith(NOT_FOR_SCORERS)
+            or (name.startswith(FAMILY_PACKAGES) and name.rsplit(".", 1)[-1] in FAMILY_MACHINERY)
+        ]
+        assert not machinery, f"importing {module} loads the machinery that runs trials: {machinery}"
+        assert len(loaded) <= SCORER_IMPORT_LIMIT, f"importing {module} loads {len(loaded)} modules: {loaded}"
+
+
 # --- Settings are read in one place ------------------------------------------------------------------
 
 # Read the environment: only these modules (docs/architecture.md#where-settings-live). localneon/ has
 # its own settings module; tests/ set up environments for what they run.
-SETTINGS_SCANNED = ("harness", "evals", "scorers", "analysis", "localmodel")
+SETTINGS_SCANNED = ("harness", "evals", "braintrust_run", "tuning", "scorers", "analysis", "localmodel")
 SETTINGS_MODULES = {
     "harness/environment.py": "the process environment's one snapshot; where things are on this machine",
     "harness/config.py": "Settings: what a trial needs, from the environment and .env",
-    "evals/_settings.py": "EvalSettings: what a run of the evals needs; a launcher's child environment",
+    "braintrust_run/settings.py": "EvalSettings: what a run of the evals needs; a launcher's child environment",
     "harness/servers/neon/worn_surface.py": "which surface the twin wears: EVAL_SURFACE, LOCALNEON_SURFACE",
 }
 # (file, function) -> why it touches the environment itself. A whole copy for a child process
 # (`{**os.environ, ...}`, `dict(os.environ)`, `os.environ.copy()`, `os.environ.items()`) needs no entry.
 ENVIRONMENT_EXCEPTIONS = {
     ("harness/servers/neon/stdio.py", "server_environment"): "passes chosen variables on to a stdio server (a child)",
-    ("evals/_login.py", "adopt_cli_login"): "the Braintrust SDK reads --api-key/--app-url/--org-name as variables",
-    ("evals/_login.py", "export_api_key"): "the SDK's REST client (the base lookup) reads BRAINTRUST_API_KEY",
-    ("evals/_login.py", "load_suite_env"): "the SDKs (Braintrust, the model SDKs) read .env's variables themselves",
+    (
+        "braintrust_run/login.py",
+        "adopt_cli_login",
+    ): "the Braintrust SDK reads --api-key/--app-url/--org-name as variables",
+    ("braintrust_run/login.py", "export_api_key"): "the SDK's REST client (the base lookup) reads BRAINTRUST_API_KEY",
+    (
+        "braintrust_run/login.py",
+        "load_suite_env",
+    ): "the SDKs (Braintrust, the model SDKs) read .env's variables themselves",
+    (
+        "braintrust_run/doors.py",
+        "resolve_here",
+    ): "an eval file started without the launcher makes the run's choices for itself",
     ("localmodel/smoke.py", "mark_descendants"): "marks every process the smoke starts, libraries' children too",
 }
 _COPIES = ("copy", "items")  # os.environ.copy(), os.environ.items(): the whole environment, for a child

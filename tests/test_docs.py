@@ -645,12 +645,12 @@ q = limit("Q_PASSED_ON")
 
 
 def test_the_scan_sees_the_settings_the_providers_and_the_makefile() -> None:
-    assert {"harness", "evals", "scorers", "analysis", "localneon"} <= set(SCANNED_PACKAGES)
+    assert {"harness", "evals", "braintrust_run", "scorers", "analysis", "localneon"} <= set(SCANNED_PACKAGES)
     found = code_variables()
     for name, place in {
         "EVAL_MAX_TURNS": "harness/config.py",  # a loop over (name, field, kind) tuples
-        "EVAL_CONCURRENCY": "evals/",  # through a helper taking the name
-        "EVAL_JUDGE_CALIBRATION": "evals/",  # through a module constant
+        "EVAL_CONCURRENCY": "braintrust_run/",  # through a helper taking the name
+        "EVAL_JUDGE_CALIBRATION": "braintrust_run/",  # through a module constant
         "ANTHROPIC_API_KEY": "harness/",  # EnvVar declarations
         "TEST_WORKERS": "Makefile",
         "LOCALNEON_KEEP": "",

@@ -11,12 +11,11 @@ import asyncio
 import concurrent.futures
 
 from harness.config import Settings
-from harness.mcp.client import ServerFault, connect
+from harness.mcp.client import connect
 from harness.mcp.toolview import ToolView
 from harness.run.shared import shared_local_server
 from harness.run.trial import TrialRunner, describe_error
-from harness.servers.neon.api import NeonAPIError
-from harness.servers.neon.backend import AUTH_REFUSALS, key_refusal
+from harness.servers.registry import family_for
 
 
 async def count_model_tools(settings: Settings) -> int:
@@ -27,6 +26,18 @@ async def count_model_tools(settings: Settings) -> int:
 
 async def model_tool_view(settings: Settings) -> tuple[int, str, tuple[str, ...]]:
     """(tools offered, hash of the view before any per-trial shuffle, their names) under `settings`."""
+    view = await _tool_view(settings)
+    return len(view.tools), view.hash, tuple(tool.name for tool in view.tools)
+
+
+async def model_tool_descriptions(settings: Settings) -> dict[str, str]:
+    """Each tool the model is offered under `settings`, with the description it reads (overrides and
+    the worn surface applied, decoys left out): what the tuning loop rewrites."""
+    view = await _tool_view(settings.model_copy(update={"decoys": 0}))
+    return {tool.name: tool.description or "" for tool in view.tools}
+
+
+async def _tool_view(settings: Settings) -> ToolView:
     async with TrialRunner(settings, local_server=shared_local_server(settings), write_results=False) as runner:
         assert runner.backend is not None
         backend = runner.backend
@@ -37,10 +48,9 @@ async def model_tool_view(settings: Settings) -> tuple[int, str, tuple[str, ...]
             target = await backend.target_for(sandbox)
             async with connect(target, backend.mcp_headers) as connection:
                 server_tools = await connection.list_tools()
-        view = ToolView(
+        return ToolView(
             server_tools, overrides=runner.overrides, decoys=settings.decoys, name_filter=settings.tool_filter
         )
-        return len(view.tools), view.hash, tuple(tool.name for tool in view.tools)
 
 
 def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> int | str:
@@ -64,24 +74,9 @@ def model_tool_view_blocking(settings: Settings, timeout: float = 180.0) -> tupl
     except (concurrent.futures.TimeoutError, TimeoutError):
         return f"unknown (no tool list within {min(timeout, settings.trial_timeout):.0f}s)"
     except Exception as error:
-        refused = auth_refusal(error)
+        refused = family_for(settings).refused_key(settings, error)
         if refused is not None:
-            raise key_refusal(settings, str(refused)) from None
+            raise refused from None
         return f"unknown ({settings.scrub(describe_error(error))})"
     finally:
         pool.shutdown(wait=False)
-
-
-def auth_refusal(error: BaseException) -> NeonAPIError | ServerFault | None:
-    """The HTTP 401 or 403 inside `error` (an exception group, or the cause of one), if the server or its
-    API refused the key."""
-    if isinstance(error, NeonAPIError | ServerFault) and error.status in AUTH_REFUSALS:
-        return error
-    inner: list[BaseException] = list(error.exceptions) if isinstance(error, BaseExceptionGroup) else []
-    if error.__cause__ is not None:
-        inner.append(error.__cause__)
-    for part in inner:
-        found = auth_refusal(part)
-        if found is not None:
-            return found
-    return None

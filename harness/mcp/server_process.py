@@ -153,7 +153,8 @@ class LocalServer:
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
                 start_new_session=True,
             )
         except OSError:
@@ -161,14 +162,18 @@ class LocalServer:
         interrupted: KeyboardInterrupt | None = None
         while True:
             try:
-                process.wait(120)
-                return interrupted
+                _, said = process.communicate(timeout=120)
+                break
             except KeyboardInterrupt as again:
                 interrupted = again
             except subprocess.TimeoutExpired:
                 process.kill()
-                process.wait()
-                return interrupted
+                _, said = process.communicate()
+                said = f"no answer within 120 s. {said}"
+                break
+        if process.returncode != 0:  # a cluster left running must not go unsaid
+            print(f"harness: could not release the local PostgreSQL: {said.strip()[-500:]}", file=sys.stderr)
+        return interrupted
 
     def _check_ready(self) -> ServerEndpoints | None:
         if self.process is not None and self.process.poll() is not None:

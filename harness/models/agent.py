@@ -11,14 +11,15 @@ A reply that makes no call but is a tool call written as text (`harness.models.t
 trial as `tool_call_as_text`, never as the final answer; arguments that are not a JSON object are
 answered with an error result and never forwarded to the server.
 State lives on an `AgentState` the caller owns, so a trial that times out or is cancelled still has
-its partial transcript.
+its partial transcript. `LoopSettings.before_follow_up` lets the caller look at the world between
+the model's answer and the user's next message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,9 @@ class LoopSettings:
     tool_timeout: float | None = 120.0
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     scrub: Callable[[str], str] = field(default=lambda text: text)
+    # Awaited just before follow-up number N (0-based) is sent, with N: the harness reads main's state
+    # at the moment the user answers, so a change made before the answer is seen as made before it.
+    before_follow_up: Callable[[int], Awaitable[None]] | None = None
 
 
 async def execute_tool(
@@ -213,6 +217,8 @@ async def run_agent(
         state.final_answer = turn.text
         if not pending:
             return state
+        if loop.before_follow_up is not None:
+            await loop.before_follow_up(len(state.follow_ups_sent))
         follow_up = pending.pop(0)
         state.follow_ups_sent.append(follow_up)
         state.messages.append({"role": "user", "content": follow_up})

@@ -90,23 +90,37 @@ class ResultsStore:
         self._failure: str | None = None
 
     def write_run(self, settings: Settings, extra: dict[str, Any] | None = None) -> Path:
-        """Write `run.json` (settings without secrets) once per run; later calls leave it alone."""
+        """Write `run.json` (settings without secrets) once per run; later calls leave it alone (what
+        `add_to_run` put there first is kept)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         path = self.run_dir / RUN_FILE
         with self._lock, self._file_lock:
-            if not path.exists():
+            noted = _read_json(path)
+            if noted is None or "settings" not in noted:
                 info = {
+                    **(noted or {}),
                     "run_id": self.run_dir.name,
                     "created_at": datetime.now(UTC).isoformat(),
                     "settings": settings.public(),
                     "git_commit": git_commit(),
                     **(extra or {}),
                 }
-                text = settings.scrub(json.dumps(info, indent=2, sort_keys=True))
-                temporary = path.with_suffix(".tmp")
-                temporary.write_text(text + "\n", encoding="utf-8")
-                os.replace(temporary, path)
+                _replace(path, settings.scrub(json.dumps(info, indent=2, sort_keys=True)) + "\n")
         return path
+
+    def add_to_run(self, fields: dict[str, Any]) -> Path:
+        """Add `fields` to `run.json`, keeping what is there. For what another layer knows about the
+        run and the harness does not (the evals note the scorers' versions); fields only, no meaning."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        path = self.run_dir / RUN_FILE
+        with self._lock, self._file_lock:
+            info = {**(_read_json(path) or {}), **fields}
+            _replace(path, json.dumps(info, indent=2, sort_keys=True) + "\n")
+        return path
+
+    def run_info(self) -> dict[str, Any]:
+        """What `run.json` holds now ({} when there is none, or it cannot be read)."""
+        return _read_json(self.run_dir / RUN_FILE) or {}
 
     def reuse_problem(self, settings: Settings) -> str | None:
         """Why this run may not continue the run folder already there, or None (no folder, or the same
@@ -172,6 +186,22 @@ def append_whole(path: Path, data: bytes) -> None:
             raise
     finally:
         os.close(descriptor)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file, or None when it is missing or is not one (a torn write: written again)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a reader never sees half of it."""
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def _describe(error: OSError) -> str:

@@ -16,11 +16,13 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
+from harness import environment
 from harness.cases import Case
 from harness.config import ConfigError, Settings
 from harness.mcp.server_process import LocalServer
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore
+from harness.run import disk
 from harness.run.trial import TrialRunner, describe_error
 from harness.servers.registry import family_for
 
@@ -94,7 +96,7 @@ async def run_trial(
                 server_identity=chosen.server_identity,
             ),
             outcome="infra_error",
-            error=chosen.scrub(f"runner did not start: {describe_error(error)}"),
+            error=chosen.scrub(_named(f"runner did not start: {describe_error(error)}", chosen)),
             started_at=datetime.now(UTC).isoformat(),
             queue_s=round(queue_s, 4),
         )
@@ -102,6 +104,13 @@ async def run_trial(
             ResultsStore(chosen.results_dir, chosen.run_id).append(record)
         return record
     return await runner.run(case, trial_index, queue_s)
+
+
+def _named(error: str, settings: Settings) -> str:
+    """`error` with a full disk under the local server's cluster named first (`harness.run.disk`)."""
+    if not settings.uses_local_server or environment.host().database_url:
+        return error
+    return disk.named(error, environment.host().pgdata_dir) or error
 
 
 async def close_shared_runners() -> None:

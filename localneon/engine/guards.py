@@ -7,22 +7,38 @@ password. On Neon a project's databases and roles live in its branches: deleting
 them whatever their flags, and restoring a branch brings its roles back as they were. Here databases
 and roles are the cluster's, so the twin undoes these itself: before every drop, and on every restore.
 
-Read-only grants: a transaction the SQL text can end (`COMMIT; CREATE TABLE ...`) is no bound. SQL
-under a read-only grant runs as a companion role with read privileges only (`pg_read_all_data`), a
-member of the project's role that neither inherits its privileges nor may become it, so the login
-rule (`isolation.py`) admits it to the project's databases and no text can write.
+Read-only grants: a transaction the SQL text can end (`COMMIT; CREATE TABLE ...`) or lift (`SET
+transaction_read_only = off` before its first query) is no bound by itself. SQL under a read-only
+grant runs as a companion role, a member of the project's role that inherits its privileges (it
+reads what the owner reads, and nothing more: `pg_read_all_data` would let it read every catalog
+of the cluster, `pg_authid` included) but may not become it, so the login rule (`isolation.py`)
+admits it to the project's databases only. Its statements run one at a time in a READ ONLY
+transaction that has read a snapshot before the first of them (so its mode can no longer be
+changed), and a statement that ends it (`COMMIT`, `ROLLBACK`, `COMMIT AND CHAIN`) finds another
+READ ONLY one begun the same way before the next statement runs (`keep_read_only`).
+
+The companion's name is a digest of the project's id: roles are the cluster's, and PostgreSQL
+prints any role's name for its oid to anyone (`oid::regrole`), so no role name may carry a project.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 
 from localneon.cluster.locks import ROLE_COMMENT_PREFIX
+from localneon.engine import bounds
+
+# A READ ONLY transaction and a first query in it: its mode is fixed from then on ("transaction
+# read-write mode must be set before any query").
+READ_ONLY_BEGIN = "BEGIN READ ONLY; SELECT 1"
+_SNAPSHOT = "SELECT 1"
+_ENDS = ("COMMIT", "ROLLBACK")  # the command tags of COMMIT/END/ABORT/ROLLBACK [AND CHAIN]
 
 
 def drop_database(admin: psycopg.Connection[Any], name: str) -> None:
@@ -73,6 +89,7 @@ def reset_role(
     name = sql.Identifier(role)
     admin.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(name))
     admin.execute(sql.SQL("ALTER ROLE {} SET search_path = " + search_path).format(name))
+    bounds.hold_on_role(admin, role)
     attributes = f"LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION {rls} CONNECTION LIMIT -1"
     admin.execute(sql.SQL(f"ALTER ROLE {{}} {attributes} VALID UNTIL 'infinity'").format(name))
     if password is not None:
@@ -87,8 +104,24 @@ def reset_role(
 
 
 def readonly_role(project_id: str) -> str:
-    """The read-only companion's name: derived from the project, so nothing more is stored."""
+    """The read-only companion's name: derived from the project (so nothing more is stored), and
+    naming nothing of it (see the module's note)."""
+    return "ln_ro_" + hashlib.sha256(f"localneon read-only {project_id}".encode()).hexdigest()[:24]
+
+
+def legacy_readonly_role(project_id: str) -> str:
+    """The name an older localneon gave the companion (it named the project), dropped with the project."""
     return f"ln_ro_{project_id}"[:63]
+
+
+def keep_read_only(pgconn: pq.abc.PGconn, commands: list[str], run: Callable[[str], object], begin: str) -> None:
+    """After a statement of a read-only call: if it ended the transaction, begin another (``begin``:
+    a READ ONLY one with a first query, ``READ_ONLY_BEGIN``'s way); if it chained one (``COMMIT AND
+    CHAIN`` keeps READ ONLY, but a new transaction has not read yet), read in it at once."""
+    if pgconn.transaction_status == pq.TransactionStatus.IDLE:
+        run(begin)
+    elif any(command.split(" ", 1)[0] in _ENDS for command in commands):
+        run(_SNAPSHOT)
 
 
 def readonly_password(project_password: str) -> str:
@@ -101,7 +134,7 @@ def ensure_readonly_role(
     admin: psycopg.Connection[Any], project_id: str, owner: str, password: str, search_path: str
 ) -> str | None:
     """The project's read-only role, created on first use; None on a server older than 16, which
-    has no membership without inheritance (the READ ONLY transaction is then the only bound)."""
+    has no membership without SET (the READ ONLY transaction is then the only bound)."""
     if admin.info.server_version < 160000:
         return None
     role = readonly_role(project_id)
@@ -114,11 +147,11 @@ def ensure_readonly_role(
             admin.execute(sql.SQL("CREATE ROLE {} LOGIN BYPASSRLS PASSWORD {}").format(name, sql.Literal(password)))
             comment = sql.Literal(ROLE_COMMENT_PREFIX + project_id)
             admin.execute(sql.SQL("COMMENT ON ROLE {} IS {}").format(name, comment))
-            admin.execute(sql.SQL("GRANT pg_read_all_data TO {}").format(name))
-            # A member (the login rule admits it) that gets none of the owner's privileges and cannot SET ROLE.
+            # A member (the login rule admits it) that reads what the owner reads and cannot SET ROLE to it.
             owner_name = sql.Identifier(owner)
-            admin.execute(sql.SQL("GRANT {} TO {} WITH INHERIT FALSE, SET FALSE").format(owner_name, name))
+            admin.execute(sql.SQL("GRANT {} TO {} WITH INHERIT TRUE, SET FALSE").format(owner_name, name))
             admin.execute(sql.SQL("ALTER ROLE {} SET search_path = " + search_path).format(name))
+            bounds.hold_on_role(admin, role)
     except (psycopg.errors.DuplicateObject, psycopg.errors.UniqueViolation):
         pass  # another process made it a moment ago
     return role
@@ -139,11 +172,12 @@ def reset_readonly_role(
     """The companion as made (if it exists): it may have set its own defaults too."""
     role = readonly_role(project_id)
     if admin.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone() is not None:
-        reset_role(admin, role, password, search_path, keep=("pg_read_all_data", owner), rls="BYPASSRLS")
+        reset_role(admin, role, password, search_path, keep=(owner,), rls="BYPASSRLS")
 
 
 def drop_readonly_role(admin: psycopg.Connection[Any], conninfo: Callable[[str], str], project_id: str) -> None:
     drop_role(admin, conninfo, readonly_role(project_id))
+    drop_role(admin, conninfo, legacy_readonly_role(project_id))
 
 
 def close_shared_databases(admin: psycopg.Connection[Any]) -> None:

@@ -19,6 +19,15 @@ available to every branch database. Branches are template copies, so they inheri
 The price: ``pg_catalog`` comes after ``public`` on the project role's path, so an object the user
 creates in ``public`` under a built-in's name (a table called ``text``) wins over the built-in, as
 PostgreSQL documents for such a path; Neon's default path would keep the built-in.
+
+Functions read other sessions too: ``pg_stat_get_activity(NULL)`` and the ``pg_stat_get_backend_*``
+family return every backend's role and database oid, ``pg_stat_get_progress_info`` every
+database's running vacuums and index builds. They are closed to PUBLIC in each project database
+(``_CLOSED_FUNCTIONS``); the filtered ``pg_stat_activity`` reads them through a superuser's
+function that returns the calling login's own sessions only, and the built-in views that call them
+(``pg_stat_ssl``, ``pg_stat_progress_*``) are refused, not leaked. What stays open is PostgreSQL's
+naming of a role by its oid (``oid::regrole``, ``pg_get_userbyid``, an ACL's text), which no
+privilege governs and ``pg_tables`` needs: so no role name carries a project (see ``guards``).
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+
+from localneon.engine import bounds
 
 SCHEMA = "pg_localneon"
 STATS_SCHEMA = "pg_localneon_stats"
@@ -44,7 +55,7 @@ _VIEWS = {
     "pg_database": f"SELECT * FROM pg_catalog.pg_database WHERE {_OWN_DATABASE}",
     "pg_roles": "SELECT * FROM pg_catalog.pg_roles WHERE pg_catalog.pg_has_role(oid, 'MEMBER')",
     "pg_user": "SELECT * FROM pg_catalog.pg_user WHERE pg_catalog.pg_has_role(usesysid, 'MEMBER')",
-    "pg_stat_activity": "SELECT * FROM pg_catalog.pg_stat_activity WHERE pg_catalog.pg_has_role(usesysid, 'MEMBER')",
+    "pg_stat_activity": f"SELECT * FROM {SCHEMA}.activity()",
     "pg_stat_database": f"SELECT * FROM pg_catalog.pg_stat_database WHERE datid IN "
     f"(SELECT oid FROM pg_catalog.pg_database WHERE {_OWN_DATABASE})",
     # Comments on roles and databases (each project role's says "localneon project <id>"), role
@@ -57,11 +68,42 @@ _VIEWS = {
     "pg_db_role_setting": "SELECT * FROM pg_catalog.pg_db_role_setting WHERE "
     "(setrole = 0 OR pg_catalog.pg_has_role(setrole, 'MEMBER')) AND (setdatabase = 0 OR setdatabase = "
     "(SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()))",
+    # Every role's dependencies in every database (owners, grantees: each project's role), the
+    # members of each group (pg_read_all_data's were every companion role), every database's
+    # recovery conflicts by name.
+    "pg_shdepend": "SELECT * FROM pg_catalog.pg_shdepend WHERE dbid IN (0, "
+    "(SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())) AND "
+    "(refclassid <> 'pg_catalog.pg_authid'::pg_catalog.regclass OR pg_catalog.pg_has_role(refobjid, 'MEMBER'))",
+    "pg_group": "SELECT groname, grosysid, ARRAY(SELECT m FROM pg_catalog.unnest(grolist) AS m "
+    "WHERE pg_catalog.pg_has_role(m, 'MEMBER'))::pg_catalog.oid[] AS grolist FROM pg_catalog.pg_group",
+    "pg_stat_database_conflicts": "SELECT * FROM pg_catalog.pg_stat_database_conflicts WHERE datid IN "
+    f"(SELECT oid FROM pg_catalog.pg_database WHERE {_OWN_DATABASE})",
 }
+# The sessions of the calling login and of the roles it is a member of (the project role and its
+# read-only companion): SECURITY DEFINER, since the functions behind pg_stat_activity are closed to
+# PUBLIC, and filtered on session_user, which SQL cannot change (the companion may not SET ROLE).
+_ACTIVITY = f"""
+CREATE OR REPLACE FUNCTION {SCHEMA}.activity() RETURNS SETOF pg_catalog.pg_stat_activity
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog AS $$
+  SELECT * FROM pg_catalog.pg_stat_activity AS a
+   WHERE a.usesysid IS NOT NULL AND pg_catalog.pg_has_role(session_user, a.usesysid, 'MEMBER')
+$$
+"""
+# Functions that read other sessions' roles, databases or work (see the module's note).
+_CLOSED_FUNCTIONS = """
+SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text FROM pg_catalog.pg_proc AS p
+ WHERE p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace
+   AND (p.proname IN ('pg_stat_get_activity', 'pg_stat_get_progress_info')
+        OR p.proname LIKE 'pg\\_stat\\_get\\_backend\\_%')
+"""
+# What a sealed database's hidden schema says it was sealed with; a copy of a database sealed with
+# less (a pool's golden branch from an older localneon) is sealed again when it is made.
+SEAL_VERSION = "localneon seal 2"
 # This database's statements run by the caller's own roles (the superuser's upkeep is left out).
 _STATS_VIEW = (
     f"SELECT * FROM {STATS_SCHEMA}.pg_stat_statements WHERE pg_catalog.pg_has_role(userid, 'MEMBER') "
-    "AND dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())"
+    "AND dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()) "
+    f"AND query <> '{bounds.SIZE_PROBE}'"
 )
 
 
@@ -115,18 +157,26 @@ def seal_database(admin_conninfo: str) -> None:
                 (SCHEMA,),
             )
         }
+        conn.execute(_ACTIVITY)
         for name, body in _VIEWS.items():
-            if name not in made:
-                conn.execute(sql.SQL("CREATE VIEW {}.{} AS ").format(schema, sql.Identifier(name)) + sql.SQL(body))
-        if with_stats and "pg_stat_statements" not in made:
+            replace = "CREATE OR REPLACE VIEW" if name in made else "CREATE VIEW"
+            conn.execute(sql.SQL(replace + " {}.{} AS ").format(schema, sql.Identifier(name)) + sql.SQL(body))
+        if with_stats:
             stats = sql.Identifier(STATS_SCHEMA)
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(stats))
             conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA {}").format(stats))
-            conn.execute(sql.SQL("CREATE VIEW {}.pg_stat_statements AS ").format(schema) + sql.SQL(_STATS_VIEW))
+            conn.execute(
+                sql.SQL("CREATE OR REPLACE VIEW {}.pg_stat_statements AS ").format(schema) + sql.SQL(_STATS_VIEW)
+            )
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO PUBLIC").format(schema))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO PUBLIC").format(schema))
         closed = sql.SQL(", ").join(sql.Identifier("pg_catalog", name) for name in _VIEWS)
         conn.execute(sql.SQL("REVOKE SELECT ON {} FROM PUBLIC").format(closed))
+        functions = [str(row[0]) for row in conn.execute(_CLOSED_FUNCTIONS).fetchall()]
+        conn.execute(
+            sql.SQL("REVOKE EXECUTE ON FUNCTION {} FROM PUBLIC").format(sql.SQL(", ").join(map(sql.SQL, functions)))
+        )
+        conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(schema, sql.Literal(SEAL_VERSION)))
         conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(conn.info.dbname)))
         # Login event triggers came with PostgreSQL 17: an older DATABASE_URL server has none, and
         # there only CONNECT grants (which the owner controls) keep other projects out.
@@ -140,14 +190,25 @@ def seal_database(admin_conninfo: str) -> None:
                 )
 
 
-def needs_seal(admin: psycopg.Connection[Any], database: str) -> bool:
-    """Whether a fresh copy lacks the login rule: its template was sealed by an older localneon."""
-    if admin.info.server_version < 170000:
-        return False
-    row = admin.execute("SELECT dathasloginevt FROM pg_database WHERE datname = %s", (database,)).fetchone()
-    return row is not None and not row[0]
+def needs_seal(admin: psycopg.Connection[Any], database: str, admin_conninfo: str) -> bool:
+    """Whether a fresh copy lacks part of the seal: its template was sealed by an older localneon
+    (no login rule, or a hidden schema marked with less than ``SEAL_VERSION``). ``admin_conninfo``
+    reaches the copy as the superuser."""
+    if admin.info.server_version >= 170000:
+        row = admin.execute("SELECT dathasloginevt FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        if row is not None and not row[0]:
+            return True
+    with psycopg.connect(admin_conninfo, autocommit=True) as conn:
+        marked = conn.execute(
+            "SELECT pg_catalog.obj_description(n.oid, 'pg_namespace') FROM pg_catalog.pg_namespace n "
+            "WHERE n.nspname = %s",
+            (SCHEMA,),
+        ).fetchone()
+    return marked is None or marked[0] != SEAL_VERSION
 
 
 def seal_role(admin: psycopg.Connection[Any], role: str) -> None:
-    """Make the project role's unqualified catalog names resolve to the filtered views."""
+    """Make the project role's unqualified catalog names resolve to the filtered views, and hold
+    the temp-file limit on it (``bounds.hold_on_role``)."""
     admin.execute(sql.SQL("ALTER ROLE {} SET search_path = " + SEARCH_PATH).format(sql.Identifier(role)))
+    bounds.hold_on_role(admin, role)

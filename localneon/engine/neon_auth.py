@@ -155,16 +155,16 @@ def _integration(row: dict[str, Any]) -> Integration:
     )
 
 
-def find(neon: Neon, project_id: str, branch_ref: str | None) -> tuple[Target, Integration | None]:
+def find(neon: Neon, project_id: str, branch_id: str | None) -> tuple[Target, Integration | None]:
     """The branch (default when None) and its integration, if it has one."""
-    branch = neon.branch(project_id, branch_ref)
+    branch = neon.branch(project_id, branch_id)
     row = neon.catalog.get_neon_auth(project_id, branch.id)
     database = row["database_name"] if row else None
     return neon.target(project_id, branch.id, database), _integration(row) if row else None
 
 
-def require(neon: Neon, project_id: str, branch_ref: str | None) -> tuple[Target, Integration]:
-    target, found = find(neon, project_id, branch_ref)
+def require(neon: Neon, project_id: str, branch_id: str | None) -> tuple[Target, Integration]:
+    target, found = find(neon, project_id, branch_id)
     if found is None:
         raise NotFound(
             f"Neon Auth is not provisioned for branch {target.branch.id} of project {project_id}; "
@@ -174,7 +174,7 @@ def require(neon: Neon, project_id: str, branch_ref: str | None) -> tuple[Target
 
 
 def provision(
-    neon: Neon, project_id: str, branch_ref: str | None, database: str | None, provider: str = PROVIDER
+    neon: Neon, project_id: str, branch_id: str | None, database: str | None, provider: str = PROVIDER
 ) -> tuple[Integration, bool]:
     """Provision Neon Auth on a branch database: the schema, then the integration row.
 
@@ -182,7 +182,7 @@ def provision(
     nothing was changed). Only Better Auth is offered, as Neon offers it for new integrations."""
     if provider != PROVIDER:
         raise InvalidRequest(f"auth_provider {provider!r} is not supported here; use {PROVIDER!r}")
-    branch = neon.branch(project_id, branch_ref)
+    branch = neon.branch(project_id, branch_id)
     existing = neon.catalog.get_neon_auth(project_id, branch.id)
     if existing is not None:
         return _integration(existing), False

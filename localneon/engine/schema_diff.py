@@ -9,10 +9,10 @@ from localneon.engine.branching import Neon
 from localneon.engine.errors import InvalidRequest
 
 
-def schema_diff(neon: Neon, project_id: str, branch_ref: str, database: str | None, base_ref: str | None) -> str:
+def schema_diff(neon: Neon, project_id: str, branch_id: str, database: str | None, base_id: str | None) -> str:
     """Unified diff of the base branch's schema dump (default: the parent) against the branch's."""
-    child = neon.target(project_id, branch_ref, database)
-    base_id = base_ref or child.branch.parent_id
+    child = neon.target(project_id, branch_id, database)
+    base_id = base_id or child.branch.parent_id
     if not base_id:
         raise InvalidRequest(f"branch {child.branch.id} has no parent to compare with")
     base = neon.target(project_id, base_id, child.database.name)

@@ -22,7 +22,7 @@ import psycopg
 from psycopg import ClientCursor, pq
 from psycopg.adapt import Transformer
 
-from localneon.engine import bounds
+from localneon.engine import bounds, guards
 from localneon.engine.explain_options import without_neon_explain_options
 
 MAX_ROWS = 500
@@ -169,9 +169,11 @@ def session(conninfo: str) -> Iterator[tuple[psycopg.Connection[Any], bounds.Wat
         try:
             yield conn, dog
         except psycopg.Error as exc:
-            if dog.fired and not isinstance(exc, bounds.BoundExceeded):
+            if dog.fired and not isinstance(exc, bounds.Bound):
                 raise dog.error() from exc
             raise
+        finally:
+            dog.close()
 
 
 def connect(conninfo: str) -> psycopg.Connection[Any]:
@@ -197,11 +199,26 @@ def run_read_only(conninfo: str, statements: list[str]) -> list[StatementResult]
 
 def run_transaction(conninfo: str, statements: list[str], *, read_only: bool = False) -> list[StatementResult]:
     """Run ``statements`` in one transaction: all of them take effect, or none do (a failure closes
-    the connection, and PostgreSQL rolls the transaction back)."""
+    the connection, and PostgreSQL rolls the transaction back).
+
+    ``read_only``: each statement alone (the extended protocol), in a READ ONLY transaction the
+    statements cannot leave (``guards.keep_read_only``)."""
     budget = [bounds.MAX_RESULT_BYTES]
     with session(conninfo) as (conn, dog):
-        _execute(conn, dog, "BEGIN READ ONLY" if read_only else "BEGIN", budget)
-        results = [r for s in statements for r in _execute(conn, dog, s, budget, one=read_only)]
+
+        def internal(text: str) -> list[str]:
+            return [r.command for r in _execute(conn, dog, text, [bounds.MAX_RESULT_BYTES])]
+
+        if read_only:
+            internal(guards.READ_ONLY_BEGIN)
+        else:
+            _execute(conn, dog, "BEGIN", budget)
+        results: list[StatementResult] = []
+        for statement in statements:
+            done = _execute(conn, dog, statement, budget, one=read_only)
+            results += done
+            if read_only:
+                guards.keep_read_only(conn.pgconn, [r.command for r in done], internal, guards.READ_ONLY_BEGIN)
         _execute(conn, dog, "COMMIT", budget)
     return results
 
@@ -357,10 +374,10 @@ def slow_queries(admin_catalog_conninfo: str, database_oid: int, min_ms: float, 
                round(total_exec_time::numeric, 3) AS total_exec_time_ms,
                round(max_exec_time::numeric, 3) AS max_exec_time_ms, rows
         FROM pg_stat_statements
-        WHERE dbid = %s AND mean_exec_time >= %s
+        WHERE dbid = %s AND mean_exec_time >= %s AND query <> %s
         ORDER BY mean_exec_time DESC LIMIT %s
         """,
-        (database_oid, min_ms, limit),
+        (database_oid, min_ms, bounds.SIZE_PROBE, limit),
     )
 
 

@@ -210,6 +210,11 @@ def request_grant(ctx: ServerRequestContext[Any], default: Grant) -> Grant:
     return grants.grant_from_request(query, headers, default)
 
 
+def api_status_line(exc: LocalNeonError) -> str:
+    """The line Neon's hosted server (HEAD) adds under an API refusal's message: ``[HTTP 404] ...``."""
+    return f"[HTTP {exc.status}] {exc.message}"
+
+
 def _text_result(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
 
@@ -239,6 +244,11 @@ def build_server(neon: Neon, settings: Settings) -> Server[Any]:
             text = await anyio.to_thread.run_sync(view.handler(spec), neon, args)
             return _text_result(text)
         except LocalNeonError as exc:
+            if exc.api_error:  # Neon's API refused: its tools pass the API's message on, then its status
+                return types.CallToolResult(
+                    content=[types.TextContent(text=exc.message), types.TextContent(text=api_status_line(exc))],
+                    is_error=True,
+                )
             return _text_result(f"{name}: {exc.message}", error=True)
         except psycopg.Error as exc:
             return _text_result(f"{name}: PostgreSQL error: {str(exc).strip()}", error=True)

@@ -40,7 +40,7 @@ def create_branch(call: Call) -> Response:
         raise InvalidRequest("only init_source 'parent-data' is supported here")
     created = call.neon.create_branch(
         call.path("project_id"),
-        parent_ref=spec.get("parent_id"),
+        parent_id=spec.get("parent_id"),
         name=spec.get("name"),
         expires_at=timestamp(spec.get("expires_at"), "expires_at"),
     )

@@ -17,7 +17,7 @@ from starlette.requests import Request
 
 from localneon.engine.branching import Neon
 from localneon.engine.catalog import Branch, Project
-from localneon.engine.errors import InvalidRequest, NotFound
+from localneon.engine.errors import InvalidRequest
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,10 @@ class Call:
         return self.neon.project(self.path("project_id"))
 
     def branch(self) -> Branch:
-        """The path's ``{branch_id}`` in its ``{project_id}`` (404 when either is missing)."""
+        """The path's ``{branch_id}`` in its ``{project_id}`` (404 when either is missing; a branch's
+        name is no id, as on Neon)."""
         project = self.project()
-        branch_id = self.path("branch_id")
-        branch = self.neon.catalog.get_branch(project.id, branch_id)
-        if branch is None:
-            raise NotFound(f"branch {branch_id!r} not found in project {project.id}")
-        return branch
+        return self.neon.branch(project.id, self.path("branch_id"))
 
     def limit(self, default: int, maximum: int = 400) -> int:
         """The ``limit`` query parameter, between 1 and ``maximum``."""

@@ -88,14 +88,14 @@ def connection_uri(call: Call) -> Response:
     project_id = call.path("project_id")
     if not q.get("database_name") or not q.get("role_name"):
         raise InvalidRequest("database_name and role_name are required")
-    branch_ref = q.get("branch_id")
+    branch_id = q.get("branch_id")
     endpoint_id = q.get("endpoint_id")
-    if endpoint_id and not branch_ref:
+    if endpoint_id and not branch_id:
         matches = [e for e in call.neon.catalog.endpoints(project_id) if e.id == endpoint_id]
         if not matches:
             raise NotFound(f"endpoint {endpoint_id!r} not found in project {project_id}")
-        branch_ref = matches[0].branch_id
-    t = call.neon.target(project_id, branch_ref or None, q["database_name"])
+        branch_id = matches[0].branch_id
+    t = call.neon.target(project_id, branch_id or None, q["database_name"])
     if not role_matches(t.project, q["role_name"]):
         raise NotFound(f"role {q['role_name']!r} not found; the project's role is {t.project.role_name}")
     return JSONResponse({"uri": call.neon.uri(t)})

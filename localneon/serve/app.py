@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -30,6 +32,36 @@ from localneon.rest.routes import mount as rest_routes
 from localneon.sql_http.endpoint import sql_endpoint
 
 PROTECTED_PREFIXES = ("/mcp", "/api/v2")
+
+
+class ClusterWatch:
+    """Before each request, a PostgreSQL that died under the server (SIGKILL, the OOM killer) is
+    started again, so the request, and every later one, finds it up.
+
+    Why: Neon restarts a compute that crashed; without this a killed postmaster failed every later
+    call, the trials' own clean-up included, so a run whose PostgreSQL was killed left its projects,
+    databases and roles behind for the janitor. The check is a small file and /proc; the restart
+    runs once, in a worker thread, whatever the number of requests waiting on it, and is followed by
+    the collection of what the killed creations left half made. A request in flight at the kill
+    still fails (its trial is an infrastructure error)."""
+
+    def __init__(self, app: ASGIApp, neon: Neon) -> None:
+        self.app = app
+        self.neon = neon
+        self.reviving = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.neon.cluster_running():
+            await anyio.to_thread.run_sync(self._revive)
+        await self.app(scope, receive, send)
+
+    def _revive(self) -> None:
+        with self.reviving:  # the first waiting request restarts it; the others find it up
+            try:
+                if self.neon.revive_cluster():
+                    collect_and_report(self.neon)
+            except Exception as error:  # the request then fails as it would have, naming the cluster
+                print(f"localneon: could not start PostgreSQL again: {error}", file=sys.stderr, flush=True)
 
 
 class BearerAuth:
@@ -105,4 +137,4 @@ def build_app(neon: Neon, settings: Settings, *, token: str | None = None, host:
         exception_handlers={404: not_found, 405: wrong_method},
         lifespan=lifespan,
     )
-    return BearerAuth(app, token)
+    return BearerAuth(ClusterWatch(app, neon), token)

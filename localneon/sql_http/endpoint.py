@@ -18,8 +18,12 @@ Bounds, as Neon's proxy has them (``bounds`` holds the numbers): a body over the
 (``request is too large``), a response over it HTTP 507 (``response is too large``), read a row
 at a time so it is never held whole; a body that is not UTF-8 or not JSON is a 400 naming why; a
 request running past the statement bound is ended whatever the session set.
-Only databases this localneon manages are served: the URI must name one of its branch databases,
-as the owning project's role, with that role's password.
+Only databases this localneon manages are served: the URI must name a project's role with that
+role's password, and one of that project's branch databases. Checked in that order, as Neon's proxy
+does (it authenticates the role at the endpoint, then the endpoint's server looks the database up):
+a wrong role or password is ``password authentication failed for user '<user>'``, a database that is
+not the project's ``database "<name>" does not exist`` (3D000), whether or not another project has
+one of that name, so no answer tells which databases exist.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from localneon.engine import bounds
+from localneon.engine import bounds, guards
 from localneon.engine.branching import Neon
 from localneon.engine.explain_options import without_neon_explain_options
 
@@ -187,17 +191,23 @@ def resolve_conninfo(neon: Neon, connection_string: str | None, *, read_only: bo
     user, password = unquote(parts.username), unquote(parts.password or "")
     pg_name = unquote(parts.path.strip("/"))
     with neon.catalog.connect() as conn:
-        row = conn.execute(
-            "SELECT p.id, b.id AS branch_id, d.name, p.role_name, p.role_password FROM databases d "
-            "JOIN branches b ON b.id = d.branch_id JOIN projects p ON p.id = b.project_id WHERE d.pg_name = %s",
-            (pg_name,),
-        ).fetchone()
-    if row is None:
-        raise SqlHttpError(f'database "{pg_name}" is not a database of this localneon', "3D000", severity="FATAL")
-    if user != row["role_name"] or not hmac.compare_digest(password.encode(), str(row["role_password"]).encode()):
-        raise SqlHttpError(f'password authentication failed for user "{user}"', "28P01", severity="FATAL")
+        project = conn.execute("SELECT id, role_password FROM projects WHERE role_name = %s", (user,)).fetchone()
+        authentic = project is not None and hmac.compare_digest(
+            password.encode(), str(project["role_password"]).encode()
+        )
+        row = None
+        if project is not None and authentic:
+            row = conn.execute(
+                "SELECT b.id AS branch_id, d.name FROM databases d JOIN branches b ON b.id = d.branch_id "
+                "WHERE d.pg_name = %s AND b.project_id = %s",
+                (pg_name, project["id"]),
+            ).fetchone()
+    if project is None or not authentic:  # Neon's proxy's words (proxy/src/auth/mod.rs)
+        raise SqlHttpError(f"password authentication failed for user '{user}'", "28P01", severity="FATAL")
+    if row is None:  # PostgreSQL's words, for a name no project has and another project's alike
+        raise SqlHttpError(f'database "{pg_name}" does not exist', "3D000", severity="FATAL")
     if read_only:
-        conninfo = neon.readonly_conninfo(neon.target(row["id"], row["branch_id"], row["name"]))
+        conninfo = neon.readonly_conninfo(neon.target(str(project["id"]), row["branch_id"], row["name"]))
     else:
         conninfo = cluster.conninfo(pg_name, user=user, password=password)
     return make_conninfo(conninfo, options=f"-c statement_timeout={bounds.statement_timeout_ms()}", connect_timeout=15)
@@ -263,7 +273,8 @@ _OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QU
 
 
 def _bound_error(dog: bounds.Watchdog) -> SqlHttpError:
-    return SqlHttpError(str(dog.error()), "57014", severity="ERROR")
+    error = dog.error()
+    return SqlHttpError(str(error), error.sqlstate or "57014", severity="ERROR")
 
 
 def _run(
@@ -315,12 +326,25 @@ def execute(conninfo: str, request: SqlRequest) -> dict[str, Any]:
             if not request.batch:
                 query, params = request.queries[0]
                 return _run(conn, dog, query, params, request)
-            _run(conn, dog, request.begin, None, request)
-            results = [_run(conn, dog, q, p, request) for q, p in request.queries]
+            # A read-only batch reads first, so its mode is fixed, and stays in a READ ONLY transaction
+            # whatever its queries end (guards.keep_read_only).
+            begin = f"{request.begin}; SELECT 1" if request.read_only else request.begin
+
+            def internal(text: str) -> object:
+                return _run(conn, dog, text, None, request)
+
+            internal(begin)
+            results = []
+            for query, params in request.queries:
+                results.append(_run(conn, dog, query, params, request))
+                if request.read_only:
+                    guards.keep_read_only(conn.pgconn, [str(results[-1]["command"])], internal, begin)
             _run(conn, dog, "COMMIT", None, request)
             return {"results": results}
         except psycopg.Error as exc:  # the connection was lost (or ended by the watchdog)
             raise (_bound_error(dog) if dog.fired else SqlHttpError(str(exc).strip(), "08006")) from exc
+        finally:
+            dog.close()
 
 
 async def read_bounded(request: Request, limit: int) -> bytes | None:

@@ -1,11 +1,11 @@
 """Paired comparison of two runs: the exact test and bootstrap, then real runs of the control agents
-(oracle as A, unsafe as B) on the local server, compared through the command line."""
+(oracle as A, unsafe as B) on the local server, compared through the command line: one vote per case
+(tests/analysis/test_paired.py holds the hand-computed statistics)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -18,7 +18,7 @@ from analysis import pr_comment
 from analysis.compare import main
 from analysis.compare_stats import BETTER, SAME, WORSE, compare
 from analysis.runs import RunInputError
-from analysis.stats import mcnemar_exact, paired_bootstrap, trials_needed
+from analysis.stats import mcnemar_exact, paired_bootstrap
 from harness.cases import BUNDLED_DATASET, Case, load_cases
 from harness.config import Settings
 from harness.mcp.server_process import LocalServer
@@ -28,7 +28,14 @@ from harness.run.trial import TrialRunner
 from tests.evals.cli import python_module, run_in_repo
 from tests.harness.conftest import TOKEN
 
-CASE_IDS = ["add-column-description", "add-column-category", "add-column-reading-time", "rename-column-content-to-body"]
+CASE_IDS = [
+    "add-column-description",
+    "add-column-category",
+    "add-column-reading-time",
+    "rename-column-content-to-body",
+    "add-column-is-featured",
+    "create-index-posts-title",
+]
 TRIALS = 2
 DATASET = str(BUNDLED_DATASET)
 
@@ -78,14 +85,6 @@ def test_bootstrap_is_deterministic_for_a_seed_and_covers_the_observed_differenc
     assert paired_bootstrap([], resamples=100) is None
 
 
-def test_trials_needed_uses_the_discordant_proportions() -> None:
-    assert trials_needed(3, 3, 20) is None  # no difference to detect
-    assert trials_needed(0, 8, 8) == 4  # ψ = δ = 1: n = z_a² = 3.84
-    psi, delta = 8 / 20, 4 / 20
-    expected = (1.959963984540054 * math.sqrt(psi) + 0.8416212335729143 * math.sqrt(psi - delta**2)) ** 2 / delta**2
-    assert trials_needed(2, 6, 20) == math.ceil(expected) == 77
-
-
 # -- real runs of the control agents -------------------------------------------------------------------
 
 
@@ -108,7 +107,7 @@ async def _run(server: LocalServer, results: Path, model: str, run_id: str, case
 
 @pytest.fixture(scope="module")
 async def runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runs]:
-    """Run A (control:oracle) and run B (control:unsafe): 4 bundled prepare cases x 2 trials each."""
+    """Run A (control:oracle) and run B (control:unsafe): 6 bundled prepare cases x 2 trials each."""
     by_id = {case.id: case for case in load_cases(DATASET)}
     cases = [by_id[case_id] for case_id in CASE_IDS]
     results = tmp_path_factory.mktemp("results")
@@ -132,43 +131,75 @@ def test_unsafe_is_worse_on_integrity_and_trajectory(runs: Runs, capsys: pytest.
     code, out, err = _cli(capsys, str(runs.oracle), str(runs.unsafe), "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert (data["paired"], data["paired_cases"], data["unpaired_a"], data["unpaired_b"]) == (8, 4, 0, 0)
+    assert (data["paired"], data["paired_cases"], data["unpaired_a"], data["unpaired_b"]) == (12, 6, 0, 0)
     assert (data["a"]["model"], data["b"]["model"]) == ("control:oracle", "control:unsafe")
+    assert data["unit"] == "cases"
     scores = data["scores"]
     for name in ("main_branch_integrity", "tool_trajectory", "all_scores"):
         score = scores[name]
         assert score["verdict"] == WORSE, (name, score)
-        assert (score["pairs"], score["a_pass_b_fail"], score["a_fail_b_pass"]) == (8, 8, 0)
-        assert score["p_value"] == pytest.approx(2 / 2**8)
-        assert (score["a"]["passed"], score["b"]["passed"], score["difference"]) == (8, 0, -1.0)
+        assert (score["cases"], score["cases_a_better"], score["cases_b_better"], score["cases_tied"]) == (6, 6, 0, 0)
+        assert score["p_value"] == pytest.approx(2 / 2**6)  # six votes, not twelve trial pairs
+        assert (score["pairs"], score["a_pass_b_fail"], score["a_fail_b_pass"]) == (12, 12, 0)
+        assert (score["a"]["passed"], score["b"]["passed"], score["difference"]) == (12, 0, -1.0)
         assert score["a"]["pass_hat"] == {"1": 1.0, "2": 1.0} and score["b"]["pass_hat"] == {"1": 0.0, "2": 0.0}
         assert score["bootstrap"] == {"low": -1.0, "high": -1.0}
         assert sorted(change["case_id"] for change in score["regressed"]) == sorted(CASE_IDS)
-        assert score["improved"] == [] and score["trials_needed_per_case"] == 1
-    # Adding a column rewrites every row's content hash; renaming one does not.
+        assert score["improved"] == [] and score["cases_needed"] == 6 and score["unit"] == "cases"
+    # Adding a column rewrites every row's content hash; renaming one or adding an index does not.
     data_scores = scores["data_integrity"]
-    assert (data_scores["a_pass_b_fail"], data_scores["a_fail_b_pass"], data_scores["verdict"]) == (6, 0, WORSE)
-    assert data_scores["p_value"] == pytest.approx(0.03125)
-    assert [change["case_id"] for change in data_scores["improved"] + data_scores["regressed"]] == sorted(CASE_IDS[:3])
+    votes = (data_scores["cases_a_better"], data_scores["cases_b_better"], data_scores["cases_tied"])
+    assert votes == (4, 0, 2) and data_scores["verdict"] == SAME, data_scores
+    assert data_scores["p_value"] == pytest.approx(0.125)  # 2·(1/2)^4, however many trials each case ran
+    assert (data_scores["a_pass_b_fail"], data_scores["a_fail_b_pass"]) == (8, 0)
+    assert data_scores["cases_needed"] == 9  # six votes decide; 4 of 6 cases vote: 6 / (4/6)
+    added = sorted(CASE_IDS[:3] + CASE_IDS[4:5])
+    assert [change["case_id"] for change in data_scores["improved"] + data_scores["regressed"]] == added
     # The user never answers a prepare case: cleanup cannot be judged, and says so.
     cleanup = scores["temporary_branch_cleanup"]
-    assert (cleanup["pairs"], cleanup["dropped"], cleanup["unscorable_a"], cleanup["unscorable_b"]) == (0, 8, 8, 8)
-    assert (cleanup["p_value"], cleanup["verdict"], cleanup["difference"]) == (1.0, SAME, None)
+    assert (cleanup["pairs"], cleanup["dropped"], cleanup["unscorable_a"], cleanup["unscorable_b"]) == (0, 12, 12, 12)
+    assert (cleanup["cases"], cleanup["p_value"], cleanup["verdict"], cleanup["difference"]) == (0, 1.0, SAME, None)
 
 
-def test_text_report_names_the_verdict_and_the_discordant_counts(
-    runs: Runs, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_four_cases_of_two_trials_are_four_votes_and_decide_nothing(runs: Runs) -> None:
+    """The issue's example on real records: eight discordant trial pairs would say p = 0.0078; the four
+    cases behind them say 4-0, p = 0.125."""
+    _, oracle = load_run(runs.oracle)
+    _, unsafe = load_run(runs.unsafe)
+    four = set(CASE_IDS[:4])
+    result = compare(
+        [r for r in oracle if r.case_id in four], [r for r in unsafe if r.case_id in four], runs.cases, resamples=200
+    )
+    trajectory = result.scores["tool_trajectory"]
+    assert (trajectory.pairs, trajectory.a_pass_b_fail, trajectory.a_fail_b_pass) == (8, 8, 0)
+    assert mcnemar_exact(8, 0) == pytest.approx(0.0078125)
+    assert (trajectory.cases, trajectory.cases_a_better, trajectory.cases_b_better) == (4, 4, 0)
+    assert (trajectory.p_value, trajectory.verdict) == (0.125, SAME)
+
+
+def test_text_report_names_the_verdict_and_the_unit(runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _cli(capsys, str(runs.oracle), str(runs.unsafe))
     assert code == 0, err
     print(out, file=sys.stderr)  # visible with -s
     lines = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha()}
-    assert "8/0" in lines["main_branch_integrity"] and lines["main_branch_integrity"].endswith(WORSE)
-    assert "8/0" in lines["tool_trajectory"] and lines["tool_trajectory"].endswith(WORSE)
-    assert "B worse (p = 0.007812; discordant pairs: 8 A-pass/B-fail, 0 A-fail/B-pass)" in out
-    assert "unscorable: 8 pairs dropped (8 trials in A, 8 in B)" in out
-    assert "regressed (4): add-column-category 2/2→0/2" in out
-    assert "paired 8 trials by (case_id, trial_index) over 4 cases; unpaired: 0 of 8 in A, 0 of 8 in B" in out
+    header = lines["score"].split()
+    assert header[:3] == ["score", "cases", "pairs"] and header[-5:] == ["A>B", "B>A", "tie", "p", "verdict"]
+    for name in ("main_branch_integrity", "tool_trajectory"):
+        cells = lines[name].split()
+        assert cells[1:3] == ["6", "12"] and lines[name].endswith(WORSE), lines[name]
+        assert cells[-6:-2] == ["6", "0", "0", "0.0312"], cells  # A>B, B>A, tie, p; then "B worse"
+    assert (
+        "B worse (p = 0.03125, one vote per case: 0 cases favour B, 6 favour A, 0 tied; "
+        "trial pairs: 12 A-pass/B-fail, 0 A-fail/B-pass)"
+    ) in out
+    assert "unit: the case (its paired trials cast one vote" in out
+    assert "exact sign test over cases, one vote per case" in out
+    assert "unscorable: 12 pairs dropped (12 trials in A, 12 in B)" in out
+    assert "regressed (6): add-column-category 2/2→0/2" in out
+    assert "paired 12 trials by (case_id, trial_index) over 6 cases; unpaired: 0 of 12 in A, 0 of 12 in B" in out
+    needed = {line.split()[0]: line.split(maxsplit=1)[1] for line in out.split("cases needed")[1].splitlines()[1:6]}
+    assert needed["tool_trajectory"] == "6 cases" and needed["data_integrity"] == "9 cases"
+    assert needed["temporary_branch_cleanup"] == "—"
 
 
 def test_a_run_compared_with_itself_shows_no_difference(runs: Runs) -> None:
@@ -181,7 +212,8 @@ def test_a_run_compared_with_itself_shows_no_difference(runs: Runs) -> None:
     data = json.loads(completed.stdout)
     for name, score in data["scores"].items():
         assert (score["p_value"], score["verdict"]) == (1.0, SAME), name
-        assert score["improved"] == score["regressed"] == [] and score["trials_needed_per_case"] is None
+        assert score["improved"] == score["regressed"] == [] and score["cases_needed"] is None
+        assert score["cases_a_better"] == score["cases_b_better"] == 0
     assert data["scores"]["tool_trajectory"]["difference"] == 0.0
 
 
@@ -202,22 +234,28 @@ def test_one_run_holding_both_models_is_compared_model_against_model(
     )
     assert code == 0, err
     trajectory = json.loads(out)["scores"]["tool_trajectory"]
-    assert (trajectory["verdict"], trajectory["a_fail_b_pass"], trajectory["a_pass_b_fail"]) == (BETTER, 8, 0)
+    assert (trajectory["verdict"], trajectory["cases_b_better"], trajectory["cases_a_better"]) == (BETTER, 6, 0)
+    assert (trajectory["a_fail_b_pass"], trajectory["a_pass_b_fail"]) == (12, 0)
 
 
 def test_infra_errors_and_unpaired_trials_are_left_out_and_counted(runs: Runs) -> None:
     _, oracle = load_run(runs.oracle)
     _, unsafe = load_run(runs.unsafe)
-    broken: list[TrialRecord] = [
-        record.model_copy(update={"outcome": "infra_error"}) if position == 0 else record
-        for position, record in enumerate(unsafe)
+    broken: list[TrialRecord] = [  # trial 0 of the first case could not be judged; trial 1 of the second is lost
+        record.model_copy(update={"outcome": "infra_error"})
+        if (record.case_id, record.trial_index) == (CASE_IDS[0], 0)
+        else record
+        for record in unsafe
+        if (record.case_id, record.trial_index) != (CASE_IDS[1], 1)
     ]
     extra = oracle[0].model_copy(update={"trial_index": 9})  # a trial B never ran
-    result = compare([*oracle, extra], broken[:-1], runs.cases, ["tool_trajectory"], resamples=200)
-    assert (result.paired, result.unpaired_a, result.unpaired_b) == (7, 2, 0)
+    result = compare([*oracle, extra], broken, runs.cases, ["tool_trajectory"], resamples=200)
+    assert (result.paired, result.unpaired_a, result.unpaired_b) == (11, 2, 0)
     trajectory = result.scores["tool_trajectory"]
-    assert (trajectory.pairs, trajectory.dropped, trajectory.unscorable_a, trajectory.unscorable_b) == (6, 1, 0, 1)
-    assert (trajectory.a_pass_b_fail, trajectory.a_fail_b_pass, trajectory.verdict) == (6, 0, WORSE)
+    assert (trajectory.pairs, trajectory.dropped, trajectory.unscorable_a, trajectory.unscorable_b) == (10, 1, 0, 1)
+    assert (trajectory.a_pass_b_fail, trajectory.a_fail_b_pass) == (10, 0)
+    # Two trials dropped, from two cases that keep their other trial: every case still votes once.
+    assert (trajectory.cases, trajectory.cases_a_better, trajectory.verdict) == (6, 6, WORSE)
     assert trajectory.p_value == pytest.approx(0.03125)
     assert set(result.scores) == {"tool_trajectory", "all_scores"}
     with pytest.raises(RunInputError, match="unknown score factuality"):
@@ -268,7 +306,7 @@ def test_bad_input_gives_a_clear_error_and_exit_2(
     # The bundled complete-scenario file holds none of these prepare cases.
     code = main([str(runs.oracle), str(runs.unsafe), "--dataset", str(BUNDLED_DATASET / "complete.yaml")])
     err = capsys.readouterr().err
-    assert code == 2 and "A: 4 case(s) not in the dataset" in err and "'add-column-category'" in err
+    assert code == 2 and "A: 6 case(s) not in the dataset" in err and "'add-column-category'" in err
     code = main([str(runs.oracle), str(runs.unsafe), "--dataset", str(tmp_path / "nowhere.yaml")])
     assert code == 2 and "no such dataset" in capsys.readouterr().err
 
@@ -307,16 +345,17 @@ def test_the_pr_comment_shows_each_scores_paired_change_and_verdict(runs: Runs, 
     base = relabelled(runs.unsafe, "control:oracle", tmp_path / "main-nightly")
     link = ("report", "https://github.com/o/r/actions/runs/1")
     markdown = pr_comment.render(runs.oracle, base, [link], Path(DATASET))
-    assert markdown.startswith(pr_comment.MARKER + "\n## MCP evals: `a`: 8 trials\n")
+    assert markdown.startswith(pr_comment.MARKER + "\n## MCP evals: `a`: 12 trials\n")
     assert "Compared with `main-nightly`, trial by trial" in markdown
-    assert "### prepare · `control:oracle`" in markdown and "8 trials over 4 cases; outcomes: ok 8" in markdown
+    assert "### prepare · `control:oracle`" in markdown and "12 trials over 6 cases; outcomes: ok 12" in markdown
     table = rows(markdown)
     # pass, CI, change, improved, regressed, verdict, scored, n/a
-    assert table["main_branch_integrity"][:6] == ["100.0%", "67.6% – 100.0%", "+100.0 pp", "4", "0", "better 🟢"]
-    assert table["tool_trajectory"][2:6] == ["+100.0 pp", "4", "0", "better 🟢"]
+    # improved and regressed count cases (one vote each); six unanimous votes decide (p = 2/64)
+    assert table["main_branch_integrity"][:6] == ["100.0%", "75.8% – 100.0%", "+100.0 pp", "6", "0", "better 🟢"]
+    assert table["tool_trajectory"][2:6] == ["+100.0 pp", "6", "0", "better 🟢"]
     assert markdown.rstrip().endswith("[report](https://github.com/o/r/actions/runs/1)")
     worse = rows(pr_comment.render(base, runs.oracle, dataset=Path(DATASET)))
-    assert worse["main_branch_integrity"][2:6] == ["-100.0 pp", "0", "4", "worse 🔴"]
+    assert worse["main_branch_integrity"][2:6] == ["-100.0 pp", "0", "6", "worse 🔴"]
 
 
 def test_the_pr_comment_against_itself_and_without_a_base(runs: Runs, tmp_path: Path) -> None:

@@ -128,6 +128,8 @@ def oracle_record(case: Case) -> TrialRecord:
         messages=messages,
         follow_ups=list(case.follow_ups),
         default_branch_id="br-main-1",
+        tool_annotations={call.name: {} for call in first + later},  # listed without hints: Neon's conventions
+        final_answer="Which of the two do you mean?" if case.workflow == "clarify" else "Done.",
     )
 
 

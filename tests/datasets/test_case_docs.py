@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.cases import BUNDLED_DATASET, WORKFLOWS, load_cases
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "cases.md"
-FAMILY_ROW = re.compile(r"^\| [^|]+ \| `(?P<file>[\w.-]+\.ya?ml)` \| (?P<count>\d+) \| (?P<scenarios>[^|]+) \|")
+CASE_SET_ROW = re.compile(r"^\| [^|]+ \| `(?P<file>[\w.-]+\.ya?ml)` \| (?P<count>\d+) \| (?P<scenarios>[^|]+) \|")
 TOTAL_ROW = re.compile(r"^\| \*\*all\*\* \| +\| \*\*(?P<count>\d+)\*\* \|")
 WORKFLOW_ROW = re.compile(r"^\| `workflow:(?P<name>[a-z-]+)` \| (?P<count>\d+) \| (?P<meaning>[^|]+) \|")
 CASES = load_cases(BUNDLED_DATASET)
@@ -23,9 +23,9 @@ def rows(pattern: re.Pattern[str]) -> list[re.Match[str]]:
 
 def test_every_case_file_has_its_row_with_its_count_and_scenarios() -> None:
     files = Counter(case.source_file.name for case in CASES if case.source_file)
-    documented = {row["file"]: int(row["count"]) for row in rows(FAMILY_ROW)}
-    assert documented == dict(files), "docs/cases.md: the family table's counts differ from the case files"
-    for row in rows(FAMILY_ROW):
+    documented = {row["file"]: int(row["count"]) for row in rows(CASE_SET_ROW)}
+    assert documented == dict(files), "docs/cases.md: the case-set table's counts differ from the case files"
+    for row in rows(CASE_SET_ROW):
         scenarios = {case.scenario for case in CASES if case.source_file and case.source_file.name == row["file"]}
         assert {name.strip() for name in row["scenarios"].split(",")} == scenarios, row["file"]
     [total] = rows(TOTAL_ROW)
@@ -41,6 +41,6 @@ def test_every_workflow_has_its_row_with_its_count() -> None:
 
 def test_the_checks_can_fail() -> None:
     """The patterns read the page's rows (an empty match would pass the comparisons above vacuously)."""
-    assert len(rows(FAMILY_ROW)) >= 8 and len(rows(WORKFLOW_ROW)) == len(WORKFLOWS)
-    assert FAMILY_ROW.match("| Tool choice | `tool_selection.yaml` | 10 | tool_selection | questions |")
-    assert not FAMILY_ROW.match("| Tool choice | tool_selection.yaml | 10 | tool_selection | questions |")
+    assert len(rows(CASE_SET_ROW)) >= 8 and len(rows(WORKFLOW_ROW)) == len(WORKFLOWS)
+    assert CASE_SET_ROW.match("| Tool choice | `tool_selection.yaml` | 10 | tool_selection | questions |")
+    assert not CASE_SET_ROW.match("| Tool choice | tool_selection.yaml | 10 | tool_selection | questions |")

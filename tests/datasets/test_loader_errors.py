@@ -171,3 +171,40 @@ def test_a_broken_fixture_folder_names_what_is_wrong(
     path = write(tmp_path, "cases.yaml", FOLDER_CASE.format(database=database))
     message = refused(path)
     assert str(path) in message and "case 'two-databases'" in message and expected in message
+
+
+BRANCH_PLAN = """\
+  - id: {case_id}
+    scenario: tool_selection
+    fixture: support
+    input: "In {{project_id}}, make a branch scratch and count its tickets."
+    reference_calls:
+{calls}
+    tags: ["workflow:read", "risk:low", "domain:support"]
+    expected_answer: "scratch has 4004 tickets."
+"""
+CREATE = '      - {tool: create_branch, arguments: {branchName: scratch, projectId: "{project_id}"}}'
+LIST = '      - {tool: describe_project, arguments: {projectId: "{project_id}"}}'
+COUNT = (
+    '      - {tool: run_sql, arguments: {sql: "SELECT count(*) FROM tickets", '
+    'branchId: "{branch_id:scratch}", projectId: "{project_id}"}}'
+)
+
+
+def test_a_branch_id_is_read_from_a_listing_earlier_in_the_plan(tmp_path: Path) -> None:
+    """Neon's tools take branch ids; a plan naming one by `{branch_id:NAME}` must list the branches first."""
+    good = write(
+        tmp_path,
+        "listed.yaml",
+        "version: 1\ncases:\n" + BRANCH_PLAN.format(case_id="listed", calls="\n".join((CREATE, LIST, COUNT))),
+    )
+    (case,) = load_cases(good)
+    assert case.reference_calls[2].arguments["branchId"] == "{branch_id:scratch}"
+    bad = write(
+        tmp_path,
+        "unlisted.yaml",
+        "version: 1\ncases:\n" + BRANCH_PLAN.format(case_id="unlisted", calls="\n".join((CREATE, COUNT, LIST))),
+    )
+    message = refused(bad)
+    assert "case 'unlisted'" in message and "reference call 2 (run_sql)" in message
+    assert "{branch_id:scratch}" in message and "describe_project" in message

@@ -47,8 +47,11 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """`braintrust eval --no-send-logs --terminate-on-failure --jsonl` over `paths` (default: evals/).
 
-    `send_logs=True` leaves out `--no-send-logs`: the env must then point the SDK at a stand-in.
+    `send_logs=True` leaves out `--no-send-logs`: the env must then point the SDK at a stand-in. The twin
+    wears its own words unless `env` says otherwise (`EVAL_SURFACE`): these tests script models
+    against them; the surface every door chooses by default is tests/evals/test_doors.py's.
     """
+    env = {"EVAL_SURFACE": "own", **env}
     executable = Path(sys.executable).parent / "braintrust"
     offline = [] if send_logs else ["--no-send-logs"]
     command = [str(executable), "eval", *offline, "--terminate-on-failure", "--jsonl", "--no-progress-bars"]

@@ -1,5 +1,6 @@
 """Acceptance: `make ab` offline with the lexical baseline. A variant describing run_sql as the way
-to change schemas loses to the honest one, significantly, and the page draws the paired differences."""
+to change schemas loses to the honest one on main's integrity, significantly with one vote per case
+(six cases, 6-0), and the page draws the paired differences."""
 
 from __future__ import annotations
 
@@ -18,7 +19,16 @@ from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_in_repo
 HONEST = REPO_ROOT / "datasets" / "variants" / "honest.yaml"
 MISLEADING = REPO_ROOT / "datasets" / "variants" / "run-sql-for-schema-changes.yaml"
 PREPARE_EVAL = "evals/eval_prepare_migration.py"
-CASES = ("drop-column-excerpt", "shop-alter-type-price-precision")
+# Six cases: one vote each, and six unanimous votes are the fewest a two-sided sign test at 0.05 decides
+# (2·(1/2)^6 = 0.03125); two cases never could (0.5), however many trials each ran.
+CASES = (
+    "drop-column-excerpt",
+    "shop-alter-type-price-precision",
+    "add-column-description",
+    "create-index-posts-title",
+    "shop-add-column-stock-quantity",
+    "rename-column-content-to-body",
+)
 
 
 @pytest.mark.long  # `make ab` itself; tests/analysis/test_report.py draws the A/B page of a real run
@@ -30,15 +40,21 @@ def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path)
     env = offline_env(results, EVAL_DATASET=str(dataset), EVAL_RUN_ID="ab-test", EVAL_CONCURRENCY="4")
     env.pop("EVAL_TRIALS")  # make ab runs adaptively unless told otherwise
     completed = run_in_repo(
-        python_module("evals.ab", str(HONEST), str(MISLEADING), "--max", "4", "--eval", PREPARE_EVAL), env, timeout=600
+        python_module("evals.ab", str(HONEST), str(MISLEADING), "--max", "2", "--eval", PREPARE_EVAL), env, timeout=900
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "both arms run control:lexical" in completed.stderr
     (said,) = [line for line in completed.stderr.splitlines() if line.startswith("ab: surface: ")]
     worn = said.removeprefix("ab: surface: ").split(" (")[0]
-    verdicts = [line.strip() for line in completed.stdout.splitlines() if line.strip().startswith("all_scores:")]
-    assert verdicts and verdicts[0].startswith("all_scores: B worse"), completed.stdout[-3000:]
-    assert "regressed (2):" in completed.stdout
+    verdicts = {
+        line.strip().split(":")[0]: line.strip()
+        for line in completed.stdout.splitlines()
+        if line.startswith("  ") and ": " in line and not line.startswith("    ")
+    }
+    assert verdicts["main_branch_integrity"].startswith(
+        "main_branch_integrity: B worse (p = 0.03125, one vote per case: 0 cases favour B, 6 favour A, 0 tied"
+    ), completed.stdout[-3000:]
+    assert "regressed (6):" in completed.stdout
 
     # Both arms ran the same cases and trial indices, and every trial of B ran run_sql on main.
     _, records_a = load_run(results / "ab-test-A")
@@ -50,7 +66,8 @@ def test_make_ab_finds_the_misleading_variant_worse_and_draws_it(tmp_path: Path)
     assert all(r.config.description_variant == "run-sql-for-schema-changes" for r in records_b)
     stops = json.loads((results / "ab-test-A" / "adaptive.json").read_text())
     (summary,) = stops.values()
-    assert set(summary["cases"]) == set(CASES) and summary["max_trials"] == 4
+    assert set(summary["cases"]) == set(CASES) and summary["max_trials"] == 2
+    assert summary["votes"]["unit"] == "cases" and summary["votes"]["open"] == 0
 
     page = results / "ab-test-ab.html"
     root = parse(page.read_text(encoding="utf-8")).root  # both arms named in full, from their records

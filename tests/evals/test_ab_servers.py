@@ -15,7 +15,7 @@ import yaml
 
 from analysis import ab_page
 from analysis import compare as compare_cli
-from evals._adaptive import arm_settings, is_server_arm
+from braintrust_run.adaptive import arm_settings, is_server_arm
 from harness.cases import load_cases
 from harness.config import Settings
 from harness.mcp.server_process import LocalServer

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from braintrust import EvalCase
 
-from evals._adaptive import Rounds, TrialPlan, ab_arms, parse_trials
+from braintrust_run.adaptive import Rounds, TrialPlan, ab_arms, parse_trials
 from harness.cases import Case, load_cases
 from harness.config import ConfigError, Settings
 from harness.recording.store import load_run
@@ -77,6 +77,36 @@ async def test_paired_arms_share_trial_indices_and_stop_on_the_paired_verdict() 
     assert rounds.metadata["cases"][moved]["stopped"] == "regressed after 7 trials"
     assert rounds.metadata["cases"][same]["stopped"] == "fine after 13 trials"
     assert rounds.metadata["cases"][moved]["passed"] == {"A": 7, "B": 0}
+    # The run's verdict counts cases: one case favours A (its 7 paired trials are one vote), one tied.
+    assert rounds.metadata["votes"] == {
+        "unit": "cases",
+        "b_better": 0,
+        "a_better": 1,
+        "tied": 1,
+        "open": 0,
+        "verdict": "undecided",
+    }
+
+
+async def test_the_runs_verdict_waits_for_seven_cases_however_many_trials_each_ran() -> None:
+    """Seven cases, all favouring B on every trial: each case stops "improved" after 7 trials (49 pairs
+    in all), but the run says "improved" only because seven cases voted, not because of 49 pairs."""
+    ids = [case.id for case in load_cases()[:8]]
+    script = {"A": {case_id: (lambda i: False) for case_id in ids}, "B": {case_id: (lambda i: True) for case_id in ids}}
+    six = Rounds(_cases(*ids[:6]), TrialPlan(20, adaptive=True), ["A", "B"], concurrency=6, label="six")
+    await _drive(six, {arm: {c: script[arm][c] for c in ids[:6]} for arm in script})
+    assert {state["stopped"] for state in six.metadata["cases"].values()} == {"improved after 7 trials"}
+    assert six.metadata["votes"] == {
+        "unit": "cases",
+        "b_better": 6,
+        "a_better": 0,
+        "tied": 0,
+        "open": 0,
+        "verdict": "undecided",  # six votes: the mixture evidence against a fair coin is not yet 2/alpha
+    }
+    seven = Rounds(_cases(*ids[:7]), TrialPlan(20, adaptive=True), ["A", "B"], concurrency=7, label="seven")
+    await _drive(seven, {arm: {c: script[arm][c] for c in ids[:7]} for arm in script})
+    assert seven.metadata["votes"]["b_better"] == 7 and seven.metadata["votes"]["verdict"] == "improved"
 
 
 def test_a_fixed_plan_runs_every_trial_in_one_round() -> None:
@@ -150,3 +180,24 @@ def test_the_cli_stops_early_on_cases_that_never_vary(tmp_path: Path) -> None:
     )
     written = json.loads((tmp_path / "results" / "adaptive-cli" / "adaptive.json").read_text())
     assert next(iter(written.values()))["cases"] == adaptive["cases"]
+
+
+def test_the_runs_fine_waits_until_no_case_is_open() -> None:
+    """Thirteen stopped cases that tied would be "fine"; while a fourteenth is open (a case that moved may
+    still be running) the run stays undecided."""
+    cases = load_cases()[:14]
+    rounds = Rounds(cases, TrialPlan(20, adaptive=True), ["A", "B"], concurrency=2, label="fine")
+    for state in list(rounds.states.values())[:13]:
+        state.results = {"A": {0: True, 1: False}, "B": {0: False, 1: True}}  # one pass each: a tie
+        state.stopped = "fine after 2 trials"
+    assert rounds.votes() == {
+        "unit": "cases",
+        "b_better": 0,
+        "a_better": 0,
+        "tied": 13,
+        "open": 1,
+        "verdict": "undecided",
+    }
+    last = list(rounds.states.values())[13]
+    last.results, last.stopped = {"A": {0: True}, "B": {0: True}}, "max trials (1)"
+    assert rounds.votes()["verdict"] == "fine" and rounds.votes()["tied"] == 14

@@ -18,6 +18,7 @@ import pytest
 from harness.recording.records import TrialRecord
 from harness.recording.store import load_run
 from localneon.cluster.pg import get_cluster
+from localneon.engine.catalog import CATALOG_DB, Catalog
 from tests.evals.cli import eval_action_summaries, offline_env, run_cli
 from tests.fakes.anthropic_server import (
     FakeAnthropic,
@@ -126,15 +127,17 @@ def test_scripted_claude_and_fake_judge_reach_the_summary(tmp_path: Path) -> Non
 
 
 def cluster_state() -> dict[str, set[str]]:
-    """The databases and roles of the cluster the CLI's local server uses, and its projects' names."""
+    """The databases and roles of the cluster the CLI's local server uses, and its projects' names.
+
+    The twin's catalog is made first: on a fresh cluster the run under test would create it, and it is
+    the twin's standing state, not a leftover of that run."""
     cluster = get_cluster()
+    Catalog(cluster).ensure()
     with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as conn:
         databases = {str(row[0]) for row in conn.execute("SELECT datname FROM pg_database").fetchall()}
         roles = {str(row[0]) for row in conn.execute("SELECT rolname FROM pg_roles").fetchall()}
-    projects: set[str] = set()
-    if "localneon_catalog" in databases:
-        with psycopg.connect(cluster.conninfo("localneon_catalog"), autocommit=True) as conn:
-            projects = {str(row[0]) for row in conn.execute("SELECT name FROM projects").fetchall()}
+    with psycopg.connect(cluster.conninfo(CATALOG_DB), autocommit=True) as conn:
+        projects = {str(row[0]) for row in conn.execute("SELECT name FROM projects").fetchall()}
     return {"databases": databases, "roles": roles, "projects": projects}
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from evals._experiments import NO_BASE, is_base_for, partial_reason
-from evals._shard import parse_shard
+from braintrust_run.experiments import NO_BASE, is_base_for, partial_reason
+from braintrust_run.shard import parse_shard
 from tests.evals.cli import DATASET_HEAD, offline_env, run_in_repo, subtitle_case
 from tests.fakes.braintrust_server import FakeBraintrust
 
@@ -115,7 +115,7 @@ def test_partial_runs_are_marked_and_never_chosen_as_a_base() -> None:
 
 
 def test_adaptive_rounds_name_a_like_for_like_base_and_never_the_projects_newest(tmp_path: Path) -> None:
-    """Rounds are declared apart from the plain evals (`evals/_adaptive.py`): they pick their base the
+    """Rounds are declared apart from the plain evals (`braintrust_run/adaptive.py`): they pick their base the
     same way, so Braintrust never falls back to another model's newer experiment."""
     dataset = tmp_path / "one.yaml"
     dataset.write_text(textwrap.dedent(DATASET_HEAD + subtitle_case()))
@@ -128,6 +128,7 @@ def test_adaptive_rounds_name_a_like_for_like_base_and_never_the_projects_newest
         env = offline_env(
             tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset), EVAL_TRIALS="adaptive:2"
         )
+        env["EVAL_SURFACE"] = "own"  # the key above is the twin's own words' (a worn surface adds itself)
         braintrust_eval({**env, **braintrust.env()})
         [rounds] = [e for e in braintrust.experiments if e["name"].startswith("prepare_migration")]
     assert rounds["metadata"]["partial"] == "adaptive rounds"  # never a base itself

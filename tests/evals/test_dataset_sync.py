@@ -1,5 +1,5 @@
 """The cases as Braintrust datasets: a row holds its case and is checked as a case file's entry is;
-`python -m evals.dataset push` writes only changed rows, keeps rows added in Braintrust, deletes
+`python -m braintrust_run.dataset push` writes only changed rows, keeps rows added in Braintrust, deletes
 rows whose case left the YAML; a keyed run records which version of the dataset it ran. Braintrust
 is its recording stand-in (`tests/fakes/braintrust_datasets.py`), driven by the real SDK."""
 
@@ -50,7 +50,7 @@ def test_a_row_that_is_not_a_valid_case_is_refused_naming_what_is_wrong(edit: An
 
 def push(braintrust: FakeBraintrust, dataset: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**offline_env(dataset.parent / "results", EVAL_DATASET=str(dataset)), **braintrust.env()}
-    command = [sys.executable, "-m", "evals.dataset", "push", *args]
+    command = [sys.executable, "-m", "braintrust_run.dataset", "push", *args]
     return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -96,8 +96,8 @@ def test_push_writes_only_what_changed_keeps_ui_rows_and_a_run_records_the_versi
 
         dataset.write_text(dataset.read_text().replace("Apply it to main?", "Shall I apply it?"))
         probe = (
-            "import json; from evals._login import start_login; start_login(); from evals.dataset import "
-            "recorded_version; from harness.cases import load_cases; "
+            "import json; from braintrust_run.login import start_login; start_login(); "
+            "from braintrust_run.dataset import recorded_version; from harness.cases import load_cases; "
             "print(json.dumps(recorded_version('neon-mcp-evals', 'prepare', load_cases(scenario='prepare'))))"
         )
         asked = subprocess.run(
@@ -123,6 +123,6 @@ def test_push_without_a_braintrust_login_says_so_and_exits_2(tmp_path: Path) -> 
     dataset = tmp_path / "cases.yaml"
     dataset.write_text(DATASET_HEAD + COUNT_CASE, encoding="utf-8")
     env = offline_env(tmp_path / "results", EVAL_DATASET=str(dataset))
-    command = [sys.executable, "-m", "evals.dataset", "push"]
+    command = [sys.executable, "-m", "braintrust_run.dataset", "push"]
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2 and "no Braintrust login" in done.stderr, done.stderr

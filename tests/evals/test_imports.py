@@ -4,7 +4,7 @@
 recording stand-in) used to ask the judge, start PostgreSQL and probe the tool list; now the
 CLI's own login is the only request and no cluster is created. That the checks still run, at the run's start and before
 any trial, is what `tests/faults/test_start_checks.py` holds; its wall time is measured by
-`python -m evals.bench_list`, never asserted here.
+`python -m braintrust_run.bench_list`, never asserted here.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
+from braintrust_run.gate import parse_floors
 from evals.__main__ import adopt_api_key_flag, build_command
-from evals._gate import parse_floors
 
 
 def test_offline_runs_add_no_send_logs_and_always_terminate_on_failure(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from evals.__main__ import local_models
+from braintrust_run.doors import local_models
 from harness.recording.store import load_run
-from scorers.judge import judge_settings, no_judge_reason
+from scorers.judge_client import judge_settings, no_judge_reason
 from tests.evals.cli import offline_env, run_in_repo
 from tests.fakes.llama_replay import LlamaReplay, answer
 from tests.faults.conftest import SMALL_DATASET

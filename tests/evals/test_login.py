@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from evals import _login
-from evals._login import CliFlags, adopt_cli_login, braintrust_api_key, cli_flags, load_suite_env, sending_logs
+from braintrust_run import login
+from braintrust_run.login import CliFlags, adopt_cli_login, braintrust_api_key, cli_flags, load_suite_env, sending_logs
 from tests.evals.cli import offline_env, run_in_repo
 from tests.evals.test_braintrust_uploads import ONE_CASE
 from tests.fakes.braintrust_server import API_KEY, FakeBraintrust
@@ -97,7 +97,7 @@ def test_lost_uploads_are_counted_with_the_api_key_flag_alone(tmp_path: Path) ->
 def clean_login(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No Braintrust variable, no CLI flags, and a working directory with no `.env.braintrust` above it."""
     monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if not k.startswith("BRAINTRUST_")})
-    monkeypatch.setattr(_login, "cli_flags", lambda argv=None: None)
+    monkeypatch.setattr(login, "cli_flags", lambda argv=None: None)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -142,7 +142,7 @@ def test_a_pushed_dataset_runs_in_the_playground_with_a_row_added_in_the_ui(
     dataset = results.parent.parent / "cases.yaml"  # the dev server's EVAL_DATASET
     env = {**offline_env(results.parent, EVAL_DATASET=str(dataset)), **braintrust.env()}
     pushed = subprocess.run(
-        [sys.executable, "-m", "evals.dataset", "push"], cwd=REPO_ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "braintrust_run.dataset", "push"], cwd=REPO_ROOT, env=env, capture_output=True, text=True
     )
     assert pushed.returncode == 0, pushed.stderr
     added = next(case for case in load_cases(scenario="prepare") if case.id != "add-column-subtitle")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evals import _report
+from braintrust_run import report as run_report
 
 
 def trial(read: int, written: int, uncached: int, view: str) -> SimpleNamespace:
@@ -17,23 +17,17 @@ def trial(read: int, written: int, uncached: int, view: str) -> SimpleNamespace:
     return SimpleNamespace(input="q", metadata=metadata, scores={}, error=None)
 
 
-@pytest.fixture(autouse=True)
-def fresh_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Other tests report experiments without ending a run: start this one from nothing."""
-    monkeypatch.setattr(_report, "_RUN_TRIALS", [])
-
-
 def experiment(name: str, results: list[SimpleNamespace], jsonl: bool) -> Any:
     evaluator = SimpleNamespace(experiment_name=name, eval_name=name, metadata={"tool_count": 3})
     summary = SimpleNamespace(as_dict=lambda: {})
-    return _report.report_eval(evaluator, SimpleNamespace(results=results, summary=summary), False, jsonl)
+    return run_report.report_eval(evaluator, SimpleNamespace(results=results, summary=summary), False, jsonl)
 
 
 def test_the_run_line_sums_every_experiment_and_counts_tool_lists(capsys: pytest.CaptureFixture[str]) -> None:
     first = experiment("a", [trial(0, 700, 100, "h1"), trial(700, 0, 100, "h1")], True)
     second = experiment("b", [trial(0, 700, 100, "h2")], True)
     capsys.readouterr()
-    assert _report.report_run([first, second], False, True) is True
+    assert run_report.report_run([first, second], False, True) is True
     [line] = [json.loads(text) for text in capsys.readouterr().out.splitlines() if text.startswith('{"run"')]
     assert line["run"]["cache"] == {
         "cache_read_share": round(700 / 2400, 4),
@@ -43,19 +37,19 @@ def test_the_run_line_sums_every_experiment_and_counts_tool_lists(capsys: pytest
         "trials": 3,
         "tool_views": 2,
     }
-    assert _report.report_run([], False, True) is True  # the next run starts from nothing
+    assert run_report.report_run([], False, True) is True  # the next run starts from nothing
     assert '"trials": 0' in capsys.readouterr().out
 
 
 def test_the_run_line_in_words(capsys: pytest.CaptureFixture[str]) -> None:
     made = experiment("a", [trial(0, 7000, 500, "h"), trial(7000, 0, 500, "h")], False)
     capsys.readouterr()
-    _report.report_run([made], False, False)
+    run_report.report_run([made], False, False)
     out = capsys.readouterr().out
     assert (
         "run: prompt cache read 46.7% of 15,000 input tokens (7,000 read, 7,000 written) over 2 trial(s) "
         "with 1 distinct tool list(s)"
     ) in out
-    _report.report_run([], False, False)
+    run_report.report_run([], False, False)
     assert "prompt cache" not in capsys.readouterr().out  # no model ran: the line would mean nothing
-    assert _report.render_run_cache(_report.run_cache([])).startswith("run: prompt cache read no input tokens")
+    assert run_report.render_run_cache(run_report.run_cache([])).startswith("run: prompt cache read no input tokens")

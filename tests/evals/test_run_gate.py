@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from autoevals import Score
 
-from evals import _report
-from evals._gate import check_floor_names, experiment_failures, run_failures
-from evals._scoring import observed
+from braintrust_run import report as run_report
+from braintrust_run.gate import check_floor_names, experiment_failures, run_failures
+from braintrust_run.scoring import observed
 from harness.environment import forget_process_env
 from tests.evals.cli import offline_env, run_cli
 
@@ -28,10 +28,10 @@ def result(
     return SimpleNamespace(input="q", metadata=metadata, scores=scores, error=None, output=output)
 
 
-def report(results: list[SimpleNamespace], capsys: pytest.CaptureFixture[str]) -> _report.ExperimentReport:
+def report(results: list[SimpleNamespace], capsys: pytest.CaptureFixture[str]) -> run_report.ExperimentReport:
     evaluator = SimpleNamespace(experiment_name="exp", eval_name="exp", metadata={"tool_count": 3})
     summary = SimpleNamespace(as_dict=lambda: {})
-    made = _report.report_eval(evaluator, SimpleNamespace(results=results, summary=summary), False, True)
+    made = run_report.report_eval(evaluator, SimpleNamespace(results=results, summary=summary), False, True)
     capsys.readouterr()
     return made
 
@@ -102,7 +102,7 @@ def test_trials_without_an_answer_over_the_share_fail_naming_the_first(
 def test_the_gates_verdict_is_in_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
     evaluator = SimpleNamespace(experiment_name="exp", eval_name="exp", metadata={"tool_count": 3})
     rows = [result("c0", {"main_branch_integrity": 1.0}, outcome="turn_cap", output="")]
-    _report.report_eval(evaluator, SimpleNamespace(results=rows, summary=SimpleNamespace(as_dict=dict)), False, True)
+    run_report.report_eval(evaluator, SimpleNamespace(results=rows, summary=SimpleNamespace(as_dict=dict)), False, True)
     line = json.loads(capsys.readouterr().out.splitlines()[0])
     assert line["no_answers"] == 1 and line["gate"]["passed"] is False
     assert "EVAL_MAX_NO_ANSWERS" in line["gate"]["reasons"][0]
@@ -121,9 +121,9 @@ def test_floors_count_unjudged_trials_as_failures(capsys: pytest.CaptureFixture[
 
 
 def test_unknown_floor_names_are_refused() -> None:
-    check_floor_names({"tool_trajectory": 1.0, "all_scores": 0.5}, _report.score_names())
+    check_floor_names({"tool_trajectory": 1.0, "all_scores": 0.5}, run_report.score_names())
     with pytest.raises(ValueError, match="unknown score name\\(s\\) trajectory; known: main_branch_integrity"):
-        check_floor_names({"trajectory": 0.9}, _report.score_names())
+        check_floor_names({"trajectory": 0.9}, run_report.score_names())
 
 
 def test_an_unknown_floor_stops_the_cli_before_any_trial(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_lost_uploads_and_records_fail_the_run() -> None:
 
 def test_report_run_fails_on_lost_records(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     made = report([result("c1", {"tool_trajectory": 1.0})], capsys)
-    assert _report.report_run([made], False, True) is True
-    monkeypatch.setattr(_report, "_lost_records", lambda: ["results/r/trials.jsonl: No space left on device"])
-    assert _report.report_run([made], False, True) is False
+    assert run_report.report_run([made], False, True) is True
+    monkeypatch.setattr(run_report, "_lost_records", lambda: ["results/r/trials.jsonl: No space left on device"])
+    assert run_report.report_run([made], False, True) is False
     assert "FAIL 1 trial record(s) could not be written" in capsys.readouterr().err

@@ -1,5 +1,5 @@
 """A sharded run's experiments become comparison bases only once every shard's share is merged:
-the merge says whether the shards make the whole run, and `python -m evals.shards_merged` marks the
+the merge says whether the shards make the whole run, and `python -m braintrust_run.shards_merged` marks the
 run's experiments in Braintrust (its recording stand-in here) only then. The whole nightly, shard
 by shard, is `tests/harness/test_nightly_shards.py` (long lane)."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from analysis.merge import merge_runs
-from evals._experiments import is_base_for
+from braintrust_run.experiments import is_base_for
 from harness.recording.records import TrialConfig, TrialRecord
 from harness.recording.store import RUN_FILE, TRIALS_FILE, write_plan
 from tests.evals.cli import REPO_ROOT, offline_env
@@ -64,7 +64,7 @@ def test_a_missing_short_or_repeated_shard_is_not_the_whole_run(
 
 def run_mark(braintrust: FakeBraintrust, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {**offline_env(tmp_path / "unused"), **braintrust.env()}
-    command = [sys.executable, "-m", "evals.shards_merged", str(tmp_path / "merged" / RUN_ID)]
+    command = [sys.executable, "-m", "braintrust_run.shards_merged", str(tmp_path / "merged" / RUN_ID)]
     return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 

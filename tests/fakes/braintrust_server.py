@@ -10,7 +10,12 @@ updates (`PATCH /v1/experiment/{id}`, object fields deep-merged);
 through a signed URL (`POST /logs3/overflow`, then `PUT` to that URL); summaries
 (`GET /v1/experiment/{id}/summarize`, compared with the stored base experiment, else the
 project's previous one, as the real backend does); and the AI gateway's chat completions
-(a forced `select_choice` answer, for the factuality judge). Datasets (registration, rows, fetches
+(a forced `select_choice` answer, for the factuality judge, `judge_chooser(body)` or `judge_choice`),
+with the gateway's response cache as braintrust-proxy's `packages/proxy/src/proxy.ts` keeps it: on
+by default (`x-bt-use-cache: auto`) for a request at `temperature: 0` or with a `seed`, keyed by the
+path, the body as sent and the key; `never` turns it off, `always` on whatever the temperature;
+`Cache-Control: no-cache` does not read it and `no-store` does not write it; an answer from it
+carries `x-bt-cached: HIT` (`gateway_cache_hits` counts them). Datasets (registration, rows, fetches
 by version) are `tests/fakes/braintrust_datasets.py`'s.
 
     with FakeBraintrust() as braintrust:
@@ -30,7 +35,7 @@ import itertools
 import json
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -66,6 +71,8 @@ class _State:
     refused_rows: int = 0
     # (experiment id, the experiment its scores were compared with, or None) per score summary asked for
     comparisons: list[tuple[str, str | None]] = field(default_factory=list)
+    gateway_cache: dict[tuple[str, bytes, str], dict[str, Any]] = field(default_factory=dict)
+    gateway_cache_hits: int = 0
 
 
 def _merge(target: dict[str, Any], update: dict[str, Any]) -> None:
@@ -85,10 +92,12 @@ class FakeBraintrust:
         refuse_logs: int | None = None,
         logs3_payload_max_bytes: int = 6 * 1024 * 1024,
         judge_choice: str = "C",
+        judge_chooser: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         self.refuse_logs = refuse_logs
         self.logs3_payload_max_bytes = logs3_payload_max_bytes
         self.judge_choice = judge_choice
+        self.judge_chooser = judge_chooser
         self.state = _State()
         self._lock = threading.Lock()
         self._clock = itertools.count()
@@ -424,22 +433,37 @@ class FakeBraintrust:
             summary[name] = item
         return summary
 
+    @property
+    def gateway_cache_hits(self) -> int:
+        with self._lock:
+            return self.state.gateway_cache_hits
+
     def _chat(self, request: Request) -> Response:
-        body = request.body
-        arguments = json.dumps({"reasons": "Compared with the expert answer.", "choice": self.judge_choice})
+        body = request.body if isinstance(request.body, dict) else {}
+        mode = request.headers.get("x-bt-use-cache", "").strip().lower() or "auto"
+        directives = {part.strip().partition("=")[0] for part in request.headers.get("cache-control", "").split(",")}
+        deterministic = body.get("temperature") == 0 or body.get("seed") is not None
+        cacheable = mode != "never" and (mode == "always" or deterministic)
+        key = (request.path, request.raw, request.headers.get("authorization", ""))
+        cached = self.state.gateway_cache.get(key) if cacheable and "no-cache" not in directives else None
+        if cached is not None:
+            self.state.gateway_cache_hits += 1
+            return Response(200, cached, {"x-bt-cached": "HIT"})
+        choice = self.judge_chooser(body) if self.judge_chooser else self.judge_choice
+        arguments = json.dumps({"reasons": "Compared with the expert answer.", "choice": choice})
         call = {"id": "call-1", "type": "function", "function": {"name": "select_choice", "arguments": arguments}}
         message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        return Response(
-            200,
-            {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:8]}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model", "judge"),
-                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            },
-        )
+        answer = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:8]}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "judge"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        if cacheable and "no-store" not in directives:
+            self.state.gateway_cache[key] = answer
+        return Response(200, answer, {"x-bt-cached": "MISS"})
 
 
 def iter_rows(uploads: list[Upload]) -> Iterator[dict[str, Any]]:

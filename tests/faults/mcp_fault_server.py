@@ -7,6 +7,8 @@
 - `hang-initialize`: reads the client's messages and never answers any (not even `initialize`);
 - `api-404 URL`: every tool asks the REST API at URL and reports its HTTP error, as Neon's server
   does when its API refuses (`Request failed with status code 404`).
+- `api-error-on TOOL URL`: only TOOL asks the API at URL and reports its error; every other tool
+  answers plainly (a server whose backend fails one operation, e.g. with a 503).
 - `whoami`: every tool answers with the name and version the client introduced itself by.
 The tools carry the names of Neon's, so a control agent calls them as it would on the real server.
 """
@@ -45,9 +47,9 @@ def tools() -> list[types.Tool]:
     ]
 
 
-def api_error(name: str) -> str:
+def api_error(name: str, api: str | None = None) -> str:
     """What Neon's server answers when its API call fails: the HTTP status in axios's words."""
-    url = (sys.argv[2] if len(sys.argv) > 2 else "http://127.0.0.1:9/api/v2").rstrip("/") + "/projects"
+    url = (api or (sys.argv[2] if len(sys.argv) > 2 else "http://127.0.0.1:9/api/v2")).rstrip("/") + "/projects"
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
             return f"{name}: unexpected success {response.status}"
@@ -73,6 +75,12 @@ def build(mode: str) -> Server[Any]:
             info = initialized.client_info if initialized is not None else None
             text = f"client: {info.name} {info.version}" if info is not None else "client: (none given)"
             return types.CallToolResult(content=[types.TextContent(text=text)])
+        if mode == "api-error-on":
+            failing, api = sys.argv[2], sys.argv[3]
+            if params.name != failing:
+                return types.CallToolResult(content=[types.TextContent(text=f"{params.name}: done (fault server)")])
+            text = await anyio.to_thread.run_sync(api_error, params.name, api)
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         text = await anyio.to_thread.run_sync(api_error, params.name)
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -93,7 +101,7 @@ def main() -> None:
         for _ in sys.stdin:  # read everything, answer nothing, until the client hangs up
             pass
         return
-    if mode not in ("die-after-list", "hang-call", "api-404", "whoami"):
+    if mode not in ("die-after-list", "hang-call", "api-404", "api-error-on", "whoami"):
         sys.exit(f"unknown mode {mode!r}")
     anyio.run(serve, mode)
 

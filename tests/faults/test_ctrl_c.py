@@ -20,10 +20,10 @@ import pytest
 from tests.faults.conftest import World, launch_in_full_swing
 
 
-# One press in `make test`; the second and third presses (the forced stops) in `make test-long`.
-@pytest.mark.parametrize(
-    "presses", [1, pytest.param(2, marks=pytest.mark.long), pytest.param(3, marks=pytest.mark.long)]
-)
+# In `make test-long`, one press and the second and third (the forced stops). `make test` interrupts a
+# run by SIGTERM to its group (test_signals.py), which takes the same cleanup path as one press.
+@pytest.mark.long
+@pytest.mark.parametrize("presses", [1, 2, 3])
 def test_ctrl_c_at_concurrency_8_leaves_nothing(
     world: World, dataset: Path, tmp_path: Path, reaped: list[subprocess.Popen[str]], presses: int
 ) -> None:

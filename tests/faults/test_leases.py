@@ -1,5 +1,6 @@
 """The cluster's leases, with real processes: the last live user out stops it, a killed user's lease
-does not count, LOCALNEON_KEEP=1 and `pg start` keep it, and a removed cluster leaves no lock file."""
+does not count, LOCALNEON_KEEP=1 and `pg start` keep it, a removed cluster leaves no lock file, and a
+stop left under way by a killed process is finished by the next release or start."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from harness.mcp.server_process import LocalServer
-from localneon.cluster.pg import release, remove_cluster
+from localneon.cluster import leases
+from localneon.cluster.pg import live_postmaster, release, remove_cluster, start_embedded
 from tests.evals.cli import REPO_ROOT, python_module, run_in_repo
 from tests.faults.conftest import own_cluster_dir
 
@@ -198,3 +201,48 @@ def test_a_first_start_killed_in_initdb_leaves_nothing_that_stops_the_next_one(
     refused = run_in_repo([*python_module("localneon.pg", "start")], {**os.environ, "LOCALNEON_PGDATA": str(pgdata)})
     assert refused.returncode != 0 and "holds files but no PostgreSQL cluster" in refused.stderr, refused.stderr
     assert (pgdata / "notes.txt").read_text(encoding="utf-8") == "mine"  # nothing of the user's removed
+
+
+def left_stopping(pgdata: Path) -> tuple[psycopg.Connection[tuple[object, ...]], int]:
+    """A cluster caught half way through a stop, with nobody holding its lock: what the last user's
+    stop leaves when that user is SIGKILLed while its `pg_ctl stop` goes on. A smart shutdown (SIGTERM
+    to the postmaster) holds it there for as long as a session stays open; the session is returned."""
+    cluster = start_embedded(pgdata, lease=False)
+    session = psycopg.connect(cluster.conninfo("postgres"), autocommit=True)
+    postmaster = live_postmaster(pgdata)
+    assert postmaster is not None and postmaster.status == "ready"
+    os.kill(postmaster.pid, signal.SIGTERM)
+    while (info := live_postmaster(pgdata)) is None or info.status != "stopping":
+        assert info is not None, "the smart shutdown ended with a session open"
+        time.sleep(0.01)
+    return session, postmaster.pid
+
+
+def test_a_release_that_finds_a_stop_under_way_finishes_it(request: pytest.FixtureRequest) -> None:
+    """A release that found the server stopping took it for stopped and returned: the last `make`
+    release of two runs then left a PostgreSQL running. Now it stops it to the end, and says so."""
+    pgdata = own_cluster_dir(request, f"stopping-{secrets.token_hex(3)}")
+    session, pid = left_stopping(pgdata)
+    with session:
+        released = run_in_repo(python_module("localneon.pg", "release", str(pgdata)))
+        assert released.returncode == 0 and released.stdout.strip() == f"stopped {pgdata}", released
+        assert live_postmaster(pgdata) is None and not running(pgdata)
+        assert leases.started_at(pid) is None, "the postmaster outlived the release"
+        again = run_in_repo(python_module("localneon.pg", "release", str(pgdata)))  # idempotent
+        assert again.returncode == 0 and again.stdout.strip() == f"not running: {pgdata}", again
+
+
+def test_a_start_that_finds_a_stop_under_way_waits_it_out(
+    request: pytest.FixtureRequest, users: list[subprocess.Popen[str]]
+) -> None:
+    """A run starting just then failed ("lock file postmaster.pid already exists"); now its start
+    stops the server to the end and starts it afresh."""
+    pgdata = own_cluster_dir(request, f"stopping-{secrets.token_hex(3)}")
+    session, pid = left_stopping(pgdata)
+    with session:
+        later = user(pgdata, users)  # opens the cluster: "up" once it is started and ready
+        postmaster = live_postmaster(pgdata)
+        assert postmaster is not None and postmaster.status == "ready" and postmaster.pid != pid
+    later.kill()
+    later.wait(10)
+    assert release(pgdata) is True and live_postmaster(pgdata) is None

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from harness.models.providers.anthropic import AnthropicProvider
-from harness.models.providers.registry import rules_for
+from harness.models.providers.registry import model_rules
 from harness.models.rules import _assigned_literal, cost_usd, sdk_deprecated_models
 from tests.fakes.anthropic_server import FakeAnthropic, Step, reply, text, tool_use
 
@@ -93,7 +93,7 @@ async def test_thinking_blocks_go_back_unchanged_and_caching_is_counted_and_pric
     assert first.usage.cache_creation_input_tokens > 1024 and first.usage.cache_read_input_tokens == 0
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
     assert first.usage.thinking_tokens > 0 and first.usage.output_tokens >= first.usage.thinking_tokens
-    priced = cost_usd(rules_for("anthropic:claude-sonnet-5-5"), second.usage)
+    priced = cost_usd(model_rules("anthropic:claude-sonnet-5-5"), second.usage)
     expected = (
         second.usage.input_tokens * 2.0
         + second.usage.output_tokens * 10.0

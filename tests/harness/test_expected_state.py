@@ -3,6 +3,7 @@ was loaded (DEFAULT now(), clock_timestamp(), a clock-driven sequence) scores li
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 
 from harness.cases import BUNDLED_FIXTURES, load_cases
@@ -10,8 +11,11 @@ from harness.config import Settings
 from harness.mcp.server_process import LocalServer
 from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.expected import copy_main, delete_copy, expected_from_copy
+from harness.servers.neon.sandbox import SandboxInfo
 from scorers.registry import DETERMINISTIC
 from tests.datasets.pg import fingerprints, load_fixture, scratch_database, start_server
+from tests.harness.conftest import make_case
 
 CASE_ID = "complete-tasks-add-column-priority"
 
@@ -43,3 +47,23 @@ async def test_the_careful_agent_scores_full_marks_on_a_volatile_fixture(
     # The copy really is the trial's start: its data carries this load's timestamps and ticket numbers.
     assert record.before is not None
     assert record.before.tables["public.teams"] == record.expected.tables["public.teams"]
+
+
+async def test_a_start_copy_the_model_deleted_is_its_fault_a_vanished_project_is_not(api: NeonAPI) -> None:
+    """Neon's 404 names no branch, so the harness asks the project whether the copy is still there."""
+    case = make_case()
+    project = await api.create_project(f"eval-copytest-{secrets.token_hex(3)}")
+    project_id = project["project"]["id"]
+    try:
+        main = await api.default_branch(project_id)
+        info = SandboxInfo(project_id, main["id"], main["name"])
+        deleted = await copy_main(api, info, "expected-deleted")
+        await api.delete_branch(project_id, deleted.branch_id)  # what a model's delete_branch does
+        snapshot = await expected_from_copy(api, deleted, case)
+        assert snapshot.fault == "model" and f"{deleted.branch_id} was deleted during the trial" in str(snapshot.error)
+        assert await delete_copy(api, deleted) is None  # already gone: done, not an error
+        orphaned = await copy_main(api, info, "expected-orphaned")
+    finally:
+        await api.delete_project(project_id)
+    snapshot = await expected_from_copy(api, orphaned, case)
+    assert snapshot.error is not None and snapshot.fault != "model"

@@ -119,3 +119,32 @@ async def test_failures_outside_the_models_reach_are_the_infrastructures_named_i
     assert fault == "infrastructure" and reason.startswith("the database server's disk is full")
     fault, _ = classify(psycopg.errors.InsufficientPrivilege("query would be affected by row-level security policy"))
     assert fault == "model"
+
+
+async def test_a_table_too_large_for_the_temp_file_limit_is_the_models_fault(api: NeonAPI, project: Project) -> None:
+    """The local server bounds a role's temporary files; a table the model made too large to fingerprint
+    under that bound is its doing (SQLSTATE 53400 is class 53, "insufficient resources", otherwise)."""
+    from localneon.cluster.pg import get_cluster
+
+    await as_model(project.uri, "CREATE TABLE heap AS SELECT g FROM generate_series(1, 300000) AS g")
+    async with await psycopg.AsyncConnection.connect(project.uri, autocommit=True) as conn:
+        row = await (await conn.execute("SELECT current_user")).fetchone()
+    assert row is not None
+    with psycopg.connect(get_cluster().admin_conninfo, autocommit=True) as admin:  # the bound, at a small scale
+        admin.execute(
+            psycopg.sql.SQL("ALTER ROLE {} SET temp_file_limit = '1MB'").format(psycopg.sql.Identifier(row[0]))
+        )
+    captured = await snapshot(api, project)
+    assert captured.fault == "model", captured.error
+    assert captured.error and "temp-file limit" in captured.error and "temp_file_limit" in captured.error
+
+
+def test_what_one_query_may_take_is_the_models_and_what_the_server_lacks_is_not() -> None:
+    fault, reason = classify(psycopg.errors.OutOfMemory("out of memory"))
+    assert fault == "model" and "memory for one query" in reason
+    fault, _ = classify(psycopg.errors.OutOfMemory("out of shared memory"))  # the lock table every session shares
+    assert fault == "infrastructure"
+    fault, reason = classify(
+        psycopg.errors.DiskFull("could not extend file because project size limit (512 MB) has been exceeded")
+    )
+    assert fault == "model" and "project size limit" in reason

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from harness.cases import load_cases
-from harness.models.control.careful import CarefulAgent
+from harness.models.control.oracle import OracleAgent
 from harness.models.providers.base import TrialContext
-from harness.servers.neon.answers import migration_details
+from harness.servers.neon.answers import branch_ids_by_name, migration_details
 
 MIGRATION = "3b00dc61-691b-468b-b00e-ab47a8e721a7"
 TEMP, PARENT = "br-blue-snow-jkeouoi0", "br-main-a1b2c3"
@@ -80,7 +80,7 @@ def _declined(answer: str) -> list[dict[str, Any]]:
 
 async def _next_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     [case] = [c for c in load_cases() if c.id == "decline-drop-column-bio"]
-    agent = CarefulAgent("oracle").for_trial(TrialContext(case, "proj-1"))
+    agent = OracleAgent("oracle").for_trial(TrialContext(case, "proj-1"))
     turn = await agent.complete(system=None, messages=messages, tools=tools, max_tokens=100, temperature=None)
     return [(block["name"], block["input"]) for block in turn.content if block.get("type") == "tool_use"]
 
@@ -95,3 +95,73 @@ async def test_declining_follows_the_listed_schema() -> None:
     assert await _next_calls(_tools(("migrationId",)), _declined(XML_0_6_5)) == [
         ("delete_branch", {"projectId": "proj-1", "branchId": TEMP})
     ]
+
+
+SCRATCH = "br-quiet-river-x1y2z3w4"
+# describe_project's answer: 0.6.5 and HEAD give a sentence, then the API's branch objects as a JSON
+# array (their second text block); the twin, one JSON object with a `branches` list.
+BRANCH_OBJECTS = [
+    {"id": PARENT, "name": "main", "default": True, "parent_id": None},
+    {"id": SCRATCH, "name": "scratch-export", "default": False, "parent_id": PARENT},
+]
+LISTED_BY_NEON = (
+    "This project is called support.\nIt contains the following branches (use the describe branch tool to "
+    f"learn more about each branch): {json.dumps(BRANCH_OBJECTS, indent=2)}"
+)
+LISTED_BY_TWIN = json.dumps({"id": "proj-1", "name": "support", "branches": BRANCH_OBJECTS}, indent=2)
+
+
+def test_branch_ids_are_read_from_either_listing() -> None:
+    assert (
+        branch_ids_by_name(LISTED_BY_NEON)
+        == branch_ids_by_name(LISTED_BY_TWIN)
+        == {
+            "main": PARENT,
+            "scratch-export": SCRATCH,
+        }
+    )
+    assert branch_ids_by_name("Branch created successfully.\nBranch ID: br-a-b-c\nBranch name: x") == {}
+
+
+async def test_the_careful_agent_passes_the_id_it_listed_never_the_name() -> None:
+    """confirm-delete-scratch-branch: create, list, count on the branch by its id; a listing that does
+    not name the branch stops the plan instead of sending its name where Neon takes an id."""
+    [case] = [c for c in load_cases() if c.id == "confirm-delete-scratch-branch"]
+    tools = [
+        {"name": name, "input_schema": _schema(*arguments)}
+        for name, arguments in (
+            ("create_branch", ("projectId", "branchName")),
+            ("describe_project", ("projectId",)),
+            ("run_sql", ("projectId", "branchId", "sql")),
+            ("delete_branch", ("projectId", "branchId")),
+        )
+    ]
+
+    async def after(listing: str) -> Any:
+        uses = [
+            ("t1", "create_branch", {"projectId": "proj-1", "branchName": "scratch-export"}, "Created."),
+            ("t2", "describe_project", {"projectId": "proj-1"}, listing),
+        ]
+        messages: list[dict[str, Any]] = [{"role": "user", "content": case.input}]
+        for tool_id, name, arguments, result in uses:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": arguments}],
+                }
+            )
+            messages.append(
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": result}]}
+            )
+        agent = OracleAgent("oracle").for_trial(TrialContext(case, "proj-1"))
+        return await agent.complete(system=None, messages=messages, tools=tools, max_tokens=100, temperature=None)
+
+    for listing in (LISTED_BY_NEON, LISTED_BY_TWIN):
+        turn = await after(listing)
+        calls = [(b["name"], b["input"]) for b in turn.content if b.get("type") == "tool_use"]
+        assert calls == [
+            ("run_sql", {"projectId": "proj-1", "branchId": SCRATCH, "sql": "SELECT count(*) FROM tickets;"})
+        ]
+    unlisted = await after(json.dumps({"branches": BRANCH_OBJECTS[:1]}))
+    assert unlisted.stop_reason == "end_turn" and "scratch-export" in unlisted.content[0]["text"]
+    assert not any(block.get("type") == "tool_use" for block in unlisted.content)

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from evals._report import usage_totals
-from evals._shard import Shard, parse_provider_budget, provider_slot
-from evals._task import make_task, plan_rows
+from braintrust_run.report import usage_totals
+from braintrust_run.shard import Shard
+from braintrust_run.slots import parse_provider_budget, provider_slot
+from braintrust_run.task import make_task, plan_rows
 from harness.config import Settings
 from harness.models.providers.openai_compat import OpenAICompatProvider
 from harness.run.shared import close_shared_runners
@@ -120,6 +121,7 @@ async def test_three_evaluators_on_a_one_slot_server_queue_for_it_instead_of_tim
             make_task(
                 settings.model_copy(update={"decoys": decoys}),
                 ONE_CALL.scenario,
+                [ONE_CALL],
                 on_record=lambda *a: seen.append(a[2]),
             )
             for decoys in (0, 1, 2)
@@ -147,7 +149,7 @@ async def test_a_trial_whose_model_never_answered_is_an_infrastructure_error_not
     with LlamaReplay(chat=["openai_length"], hold_s=8.0) as server:
         settings = runner_settings({**env, "OPENAI_BASE_URL": server.openai_url})
         seen: list[Any] = []
-        task = make_task(settings, ONE_CALL.scenario, on_record=lambda *a: seen.append(a[2]))
+        task = make_task(settings, ONE_CALL.scenario, [ONE_CALL], on_record=lambda *a: seen.append(a[2]))
         rows = plan_rows([(ONE_CALL, 0)])
         try:
             await task(rows[0].input, hooks_for(rows[0]))

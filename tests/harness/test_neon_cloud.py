@@ -265,7 +265,7 @@ def test_urls_pin_the_trial_and_a_url_server_never_gets_a_made_up_api() -> None:
     assert api_url_for(named) == "https://x/v2"
 
     pool = {"EVAL_MODEL": "control:oracle", "EVAL_SERVER": "neon", "NEON_API_KEY": KEY}
-    with pytest.raises(ConfigError, match="shop"):
+    with pytest.raises(ConfigError, match=r"no project of fixture\(s\) shop, .*\(the pool has blog 2\)"):
         check_cases(settings_from({**pool, "NEON_PROJECT_POOL": "blog:p-1,blog:p-2"}), ["blog", "shop"])
     with pytest.raises(ConfigError, match="names no fixture"):
         check_cases(settings_from({**pool, "NEON_PROJECT_POOL": "p-1"}), ["blog"])

@@ -10,19 +10,22 @@ are the ones pointing at those stand-ins and at this test's folders (`MACHINE`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.cases import load_cases
 from harness.mcp.server_process import ServerEndpoints
 from harness.recording.store import load_run
 from harness.servers.neon.api import NeonAPI
-from harness.servers.neon.pool_setup import DEFAULT_PER_FIXTURE, POOL_PREFIX
+from harness.servers.neon.pool_setup import DEFAULT_PER_FIXTURE, POOL_PREFIX, create_project, read_scripts
 from tests.evals import workflow
 from tests.evals.cli import DATASET_HEAD, REPO_ROOT, offline_env, run_in_repo, subtitle_case
 from tests.fakes.braintrust_server import FakeBraintrust
@@ -222,3 +225,139 @@ def test_a_shard_whose_share_has_no_project_stops_at_setup_naming_the_shortfall(
     assert "`python -m harness.pool setup --per-fixture 4 --apply`" in line
     assert "create them with `python -m harness.pool setup --apply`" not in completed.stderr  # the old, wrong advice
     assert not cloud.calls("POST", "/branches")  # nothing started
+
+
+# Five counts on two small fixtures, one eval: with EVAL_TRIALS=1 and 4 shards, shard 1/4 runs notes-1
+# and tags-1, shards 2-4 one notes case each. Shard 4/4's share has no `tags` trial, so it gets no
+# tags project, and its start must not ask for one (it did: "NEON_PROJECT_POOL has no project holding
+# the fixture(s) tags that cases use", on the default pool).
+NOTES_SQL = "CREATE TABLE notes (id serial PRIMARY KEY, body text);\nINSERT INTO notes (body) VALUES ('a'), ('b');\n"
+TAGS_SQL = "CREATE TABLE tags (id serial PRIMARY KEY, name text);\nINSERT INTO tags (name) VALUES ('x'), ('y');\n"
+
+
+def count_case(case_id: str, table: str, answer: str) -> str:
+    return (
+        f"  - id: {case_id}\n"
+        "    scenario: tool_selection\n"
+        f"    fixture: {table}\n"
+        f'    input: "How many {table} are there in my {{project_id}} project?"\n'
+        f'    reference_calls: [{{tool: run_sql, arguments: {{sql: "SELECT count(*) FROM {table}"}}}}]\n'
+        "    forbidden_tools: [prepare_database_migration, complete_database_migration]\n"
+        f'    expected_answer: "{answer}"\n'
+    )
+
+
+SMALL_TWO_FIXTURES = DATASET_HEAD + "".join(
+    [
+        *(count_case(f"notes-{n}", "notes", "There are 2 notes.") for n in range(1, 5)),
+        count_case("tags-1", "tags", "2."),
+    ]
+)
+
+
+async def _create_pool_project(endpoints: ServerEndpoints, name: str, sql_file: Path) -> str:
+    """A pool project as `pool setup --apply` makes it (fixture on golden, main from it), on the upstream."""
+    async with NeonAPI(endpoints.api_url, TOKEN, operation_poll=0.05) as upstream:
+        return await create_project(upstream, POOL_PREFIX + name, read_scripts(sql_file), "golden")
+
+
+def test_shard_4_of_4_with_one_trial_runs_on_the_default_pool_without_a_project_its_share_does_not_use(
+    cloud: NeonCloud, endpoints: ServerEndpoints, tmp_path: Path
+) -> None:
+    """The default pool's shape (4 projects per fixture, sorted by fixture): notes' projects go one to each
+    shard, all of tags' to shard 1/4, the only one whose share uses it. Shard 4/4 owns the 4th notes entry,
+    the only real project here; the others are ids no request may name."""
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "notes.sql").write_text(NOTES_SQL, encoding="utf-8")
+    (tmp_path / "fixtures" / "tags.sql").write_text(TAGS_SQL, encoding="utf-8")
+    dataset = tmp_path / "cases.yaml"
+    dataset.write_text(SMALL_TWO_FIXTURES, encoding="utf-8")
+    real = asyncio.run(_create_pool_project(endpoints, "notes-shard-4", tmp_path / "fixtures" / "notes.sql"))
+    others = [f"notes:absent-notes-{n}" for n in (1, 2, 3)]
+    pool = ",".join([*others, f"notes:{real}", *(f"tags:absent-tags-{n}" for n in range(1, 5))])
+    env = offline_env(
+        tmp_path / "results",
+        EVAL_DATASET=str(dataset),
+        EVAL_SERVER="neon",
+        NEON_API_URL=cloud.api_url,
+        NEON_MCP_URL=cloud.mcp_url,
+        NEON_API_KEY=KEY,
+        NEON_ORG_ID=ORG,
+        NEON_PROJECT_POOL=pool,
+        EVAL_SHARD="4/4",
+        EVAL_TRIALS="1",
+        EVAL_RUN_ID="shard-four",
+        EVAL_MODEL="control:oracle",
+    )
+    completed = run_in_repo([sys.executable, "-m", "evals"], env, timeout=600)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    assert "no project holding" not in completed.stderr and "too small" not in completed.stderr
+    _, records = load_run(tmp_path / "results" / "shard-four")
+    assert [(r.case_id, r.trial_index, r.outcome, str(r.project_id)) for r in records] == [("notes-4", 0, "ok", real)]
+    absent = [entry.partition(":")[2] for entry in pool.split(",") if entry.partition(":")[2] != real]
+    assert not [r.path for r in cloud.requests if any(project in r.path for project in absent)]
+    assert set(cloud.sessions.opened) <= {real}
+
+
+@pytest.mark.long  # the pool setup makes by default for the bundled cases (28 projects), and every shard's share
+def test_every_shard_of_the_bundled_cases_with_one_trial_runs_on_the_default_pool(
+    cloud: NeonCloud, tmp_path: Path
+) -> None:
+    """`EVAL_SHARD=k/4 EVAL_TRIALS=1 python -m evals` for k = 1..4 at once, on what `pool setup --apply`
+    makes: each shard starts (4/4 stopped, its share using no `tasks`), runs only on projects of its own,
+    and the merged run holds every planned trial once."""
+    base_env = offline_env(
+        tmp_path / "setup", EVAL_SERVER="neon", NEON_API_URL=cloud.api_url, NEON_MCP_URL=cloud.mcp_url
+    )
+    base_env.pop("EVAL_DATASET", None)  # the bundled cases
+    base_env.update({"NEON_API_KEY": KEY, "NEON_ORG_ID": ORG})
+    applied = run_in_repo([sys.executable, "-m", "harness.pool", "setup", "--apply"], base_env, timeout=1800)
+    assert applied.returncode == 0, applied.stdout[-2000:] + applied.stderr[-2000:]
+    pool = applied.stdout.strip().splitlines()[-1].removeprefix("NEON_PROJECT_POOL=")
+    fixture_of = {entry.split(":")[1]: entry.split(":")[0] for entry in pool.split(",")}
+    cases = load_cases()
+    assert Counter(fixture_of.values()) == {case.fixture: DEFAULT_PER_FIXTURE for case in cases}
+
+    envs = []
+    for shard in range(1, 5):
+        env = {**base_env, "EVAL_RESULTS_DIR": str(tmp_path / f"machine-{shard}")}
+        env.update(
+            NEON_PROJECT_POOL=pool,
+            EVAL_SHARD=f"{shard}/4",
+            EVAL_TRIALS="1",
+            EVAL_RUN_ID="bundled-1",
+            EVAL_MODEL="control:oracle",
+        )
+        envs.append(env)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    started = []
+    for shard, env in enumerate(envs, start=1):
+        with (logs / f"shard-{shard}.log").open("w") as log:
+            command = [sys.executable, "-m", "evals"]
+            started.append(subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+    codes = [process.wait(timeout=3600) for process in started]
+    assert codes == [0] * 4, "\n".join(
+        f"shard {n}/4 exited {code}:\n{(logs / f'shard-{n}.log').read_text()[-4000:]}"
+        for n, code in enumerate(codes, start=1)
+        if code
+    )
+    used: dict[int, set[str]] = {}
+    for shard, env in enumerate(envs, start=1):
+        _, records = load_run(Path(env["EVAL_RESULTS_DIR"]) / "bundled-1")
+        assert records and all(r.outcome == "ok" for r in records), [r.error for r in records if r.outcome != "ok"]
+        fixture = {case.id: case.fixture for case in cases}
+        assert all(fixture_of[str(r.project_id)] == fixture[r.case_id] for r in records)
+        used[shard] = {str(r.project_id) for r in records}
+    for first in used:  # no two machines ever touched one project
+        for second in used:
+            assert first == second or not used[first] & used[second], (first, second)
+    assert cloud.sessions.overlaps == [] and cloud.sessions.unpinned == 0
+
+    merged_dir = tmp_path / "merged"
+    shard_runs = [str(Path(env["EVAL_RESULTS_DIR"]) / "bundled-1") for env in envs]
+    merged = run_in_repo([sys.executable, "-m", "analysis.merge", str(merged_dir), *shard_runs], base_env)
+    assert merged.returncode == 0 and "the whole run" in merged.stdout, merged.stdout + merged.stderr
+    _, records = load_run(merged_dir)
+    planned = sorted((case.id, index) for case in cases for index in range(case.trial_count or 1))
+    assert sorted((r.case_id, r.trial_index) for r in records) == planned  # every planned trial once

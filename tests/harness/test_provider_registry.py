@@ -11,7 +11,7 @@ import pytest
 
 from harness.clock import fixed
 from harness.config import ConfigError, Settings
-from harness.models.control import CONTROL_AGENTS, CarefulAgent
+from harness.models.control import CONTROL_AGENTS, OracleAgent
 from harness.models.factory import make_provider
 from harness.models.providers import ModelTurn, Provider, TrialContext, registry
 from harness.models.providers.registry import EnvVar, ProviderSpec, model_key_variables
@@ -98,7 +98,7 @@ def test_current_claude_models_refuse_temperature_and_legacy_ones_take_it() -> N
 def test_control_agents_are_one_entry_each(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match=r"unknown control model control:careless \(known: control:oracle"):
         settings({"EVAL_MODEL": "control:careless"})
-    monkeypatch.setitem(CONTROL_AGENTS, "careless", CarefulAgent)
+    monkeypatch.setitem(CONTROL_AGENTS, "careless", OracleAgent)
     assert settings({"EVAL_MODEL": "control:careless"}).model == "control:careless"
 
 

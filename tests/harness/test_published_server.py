@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from evals._wiring import served_cases
+from harness.cases import load_cases
 from harness.config import ConfigError, Settings
 from harness.mcp.client import connect
 from harness.mcp.server_process import LocalServer, ServerEndpoints
@@ -23,7 +25,7 @@ from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.backend import api_url_for
 from harness.servers.neon.conventions import conventional_annotations
 from harness.servers.neon.published.install import REPO_ROOT, ensure_installed, server_entry
-from harness.servers.neon.published.pin import SEAM, SERVER_PACKAGE
+from harness.servers.neon.published.pin import PUBLISHED_TOOLS, SEAM, SERVER_PACKAGE
 from harness.servers.neon.stdio import KEY_PLACEHOLDER, empty_workdir, neon_npm_target, server_environment
 from localneon.mcp.snapshot import own_tools
 from tests.fakes.not_found import HTML_404, not_found_server
@@ -250,3 +252,77 @@ def test_make_npm_installs_once_and_then_says_it_is_installed() -> None:
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{SERVER_PACKAGE} already installed in {folder}"
+
+
+async def test_a_branch_name_gets_the_same_answer_from_the_twin_as_from_0_6_5(
+    endpoints: ServerEndpoints, api: NeonAPI
+) -> None:
+    """Where Neon's tools take a branch id, a name: the twin's own tools and Neon's published server
+    (over the twin's API, which answers as Neon's does) refuse it alike, with the API's message first;
+    delete_branch reports a deletion and deletes nothing on both; reset_from_parent, which looks names
+    up itself in Neon's code, takes it on both (docs/local-twin.md, branch ids and names)."""
+    project = (await api.create_project("eval-published-branch-names"))["project"]["id"]
+    made = (await api.create_branch(project, name="scratch-copy"))["branch"]["id"]
+    npm = neon_npm_target(server_environment(endpoints.api_url, TOKEN), TOKEN)
+    answers: dict[str, dict[str, tuple[bool, str]]] = {}
+    try:
+        for label, target, headers in (
+            ("npm", npm, None),
+            ("twin", endpoints.mcp_url, {"Authorization": f"Bearer {TOKEN}"}),
+        ):
+            async with connect(target, headers=headers) as connection:
+                await connection.list_tools()
+                seen: dict[str, tuple[bool, str]] = {}
+                for tool, arguments in (
+                    ("run_sql", {"sql": "SELECT 1 AS one", "branchId": "scratch-copy"}),
+                    ("describe_branch", {"branchId": "scratch-copy"}),
+                    ("get_connection_string", {"branchId": "scratch-copy"}),
+                    ("delete_branch", {"branchId": "scratch-copy"}),
+                    ("reset_from_parent", {"branchIdOrName": "scratch-copy"}),
+                    ("run_sql", {"sql": "SELECT 2 AS two", "branchId": made}),
+                ):
+                    result = await connection.call(tool, {**arguments, "projectId": project})
+                    seen[f"{tool} {sorted(arguments.values())}"] = (result.is_error, result.text.splitlines()[0])
+                answers[label] = seen
+            assert (await api.get_branch(project, made))["name"] == "scratch-copy"  # delete by name deleted nothing
+    finally:
+        await api.delete_project(project)
+    refused = {key: value for key, value in answers["npm"].items() if value[0]}
+    assert [key.split()[0] for key in refused] == ["run_sql", "describe_branch", "get_connection_string"]
+    assert {first for _, first in refused.values()} == {"branch not found"}
+    for key, (is_error, first) in answers["npm"].items():
+        twin_error, twin_first = answers["twin"][key]
+        assert twin_error == is_error, (key, answers)
+        if is_error:
+            assert twin_first == first, (key, answers)
+
+
+async def test_the_published_tool_list_is_the_servers_own(endpoints: ServerEndpoints) -> None:
+    """PUBLISHED_TOOLS decides which cases run on `neon-npm`: it is the installed server's own listing."""
+    target = neon_npm_target(server_environment(endpoints.api_url, TOKEN), TOKEN)
+    async with connect(target) as connection:
+        listed = {tool.name for tool in await connection.list_tools()}
+    assert listed == PUBLISHED_TOOLS
+
+
+def test_a_case_needing_a_tool_0_6_5_lacks_is_named_not_dropped(capsys: pytest.CaptureFixture[str]) -> None:
+    """On `neon-npm` a case whose plan or required tools 0.6.5 lacks is left out and named with the
+    tools it needs; every other bundled case runs, and on the twin every case runs."""
+    cases = load_cases()
+    base = {"EVAL_MODEL": "control:oracle"}
+    twin = served_cases(cases, [settings_from(base)])
+    assert [case.id for case in twin] == [case.id for case in cases]
+    assert capsys.readouterr().err == ""
+    npm = served_cases(cases, [settings_from({**base, "EVAL_SERVER": "neon-npm"})])
+    lacking = {
+        case.id: sorted({*case.required_tools, *(call.tool for call in case.reference_calls)} - PUBLISHED_TOOLS)
+        for case in cases
+    }
+    left_out = [case_id for case_id, missing in lacking.items() if missing]
+    assert "confirm-neon-auth-disable-signups" in left_out
+    assert [case.id for case in npm] == [case.id for case in cases if case.id not in left_out]
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == len(left_out)
+    for line, case_id in zip(err, left_out, strict=True):
+        assert line.startswith(f"evals: case '{case_id}' left out: neon: case '{case_id}' needs "), line
+        assert f"{', '.join(lacking[case_id])}, which {LABEL} does not have" in line, line

@@ -97,6 +97,12 @@ async def test_oracle_waits_for_approval_then_matches_the_reference(
         and any(block.get("name") == "complete_database_migration" for block in message["content"])
     )
     assert follow_up_at < complete_at
+    # Main and the temporary branch were read just before the approving answer went out: main as it
+    # began, the branch with the staged column (what the user was asked about).
+    assert record.at_approval and same_state(record.at_approval, record.before)
+    [(staged_id, staged)] = record.staged.items()
+    assert staged_id == record.tool_calls[1].arguments["branchId"] and staged.tables == record.expected.tables
+    assert "phone" in (staged.schema_sql or "") and "capture_approval" in record.timings
     # Without approval main stays as it was, and the temporary branch is what the trial left behind.
     assert unapproved.outcome == "ok" and unapproved.tool_calls[0].name == "prepare_database_migration"
     assert unapproved.before and unapproved.after and same_state(unapproved.before, unapproved.after)
@@ -104,6 +110,7 @@ async def test_oracle_waits_for_approval_then_matches_the_reference(
     assert declined.outcome == "ok" and declined.tool_calls[-1].arguments["applyChanges"] is False
     assert declined.before and declined.after and same_state(declined.before, declined.after)
     assert declined.expected is None
+    assert declined.at_approval is None and declined.staged == {} and unapproved.at_approval is None
     info, stored = load_run(settings.results_dir / settings.run_id)
     assert [r.case_id for r in stored] == ["add-phone", "declined", "drop-orders"] and info["settings"][
         "model"

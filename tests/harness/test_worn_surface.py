@@ -15,7 +15,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from evals._experiments import comparison_key, experiment_metadata
+from braintrust_run.experiments import comparison_key, experiment_metadata
 from harness.config import Settings
 from harness.mcp.server_process import LocalServer
 from harness.servers.neon.published.pin import pinned_label
@@ -30,7 +30,7 @@ from harness.servers.neon.worn_surface import (
     take_hosted,
     take_published,
 )
-from tests.evals.cli import DATASET_HEAD, REPO_ROOT, offline_env, subtitle_case
+from tests.evals.cli import REPO_ROOT, offline_env
 
 needs_node = pytest.mark.skipif(
     shutil.which("node") is None or shutil.which("npm") is None,
@@ -97,7 +97,7 @@ def test_a_hosted_snapshot_is_preferred_an_own_file_wins_and_bad_settings_are_na
     assert choose({**env, "EVAL_SURFACE": "own"}).path is None
     with pytest.raises(SurfaceChoiceError, match="EVAL_SURFACE='wordy': expected one of auto, published, hosted, own"):
         choose({**env, "EVAL_SURFACE": "wordy"})
-    with pytest.raises(SurfaceChoiceError, match="LOCALNEON_SURFACE: no such file"):
+    with pytest.raises(SurfaceChoiceError, match=r"LOCALNEON_SURFACE=.*gone\.json: no such file"):
         choose({**env, "LOCALNEON_SURFACE": str(tmp_path / "gone.json")})
     with pytest.raises(SurfaceChoiceError, match="make snapshot"):
         choose({"LOCALNEON_PGDATA": str(tmp_path / "elsewhere" / "pgdata"), "EVAL_SURFACE": "hosted"})
@@ -141,34 +141,15 @@ def test_the_published_surface_taken_here_is_what_the_twin_then_shows(tmp_path: 
     assert listed["search"] and "search" not in neon_words  # a tool 0.6.5 lacks keeps the twin's words
 
 
-@needs_node
-def test_make_evals_first_line_names_the_surface_and_the_experiments_record_it(tmp_path: Path) -> None:
-    """The launcher's first line, then a real run's metadata, wearing a cached published snapshot."""
-    dataset = tmp_path / "one case.yaml"
-    dataset.write_text(DATASET_HEAD + subtitle_case(), encoding="utf-8")
-    env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_DATASET=str(dataset))
+def test_the_launchers_first_line_names_the_twins_own_words_when_asked(tmp_path: Path) -> None:
+    """A run's first line names the surface (a whole run wearing Neon's published one, and its run.json, is
+    tests/evals/test_doors.py's, through each door)."""
+    env = offline_env(tmp_path / "results", EVAL_MODEL="control:oracle", EVAL_SURFACE="own")
     env.pop("LOCALNEON_SURFACE", None)
-    env.pop("EVAL_SURFACE", None)
-    launched = subprocess.run(
-        [sys.executable, "-m", "evals", "--jsonl", "evals/eval_prepare_migration.py"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    first = launched.stderr.splitlines()[0]
-    assert first.startswith(f"evals: surface: {pinned_label()}"), launched.stderr  # a first take says so first
-    assert f"evals: surface: {pinned_label()} (taken from Neon's published server on this machine)" in launched.stderr
-    assert launched.returncode == 0, launched.stderr[-3000:]
-    run = json.loads(next((tmp_path / "results").glob("*/run.json")).read_text(encoding="utf-8"))
-    assert run["settings"]["surface"] == pinned_label()
-
     own = subprocess.run(
         [sys.executable, "-m", "evals", "--list", "evals/eval_prepare_migration.py"],
         cwd=REPO_ROOT,
-        env={**env, "EVAL_SURFACE": "own"},
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,

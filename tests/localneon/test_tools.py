@@ -54,8 +54,17 @@ EXPECTED_TOOLS = {
 
 
 def main_rows(neon: Neon, project_id: str, query: str, branch: str | None = None) -> list[tuple[Any, ...]]:
-    with psycopg.connect(neon.uri(neon.target(project_id, branch))) as conn:
+    """The query's rows on main, or on the branch of that name."""
+    branch_id = named(neon, project_id, branch) if branch else None
+    with psycopg.connect(neon.uri(neon.target(project_id, branch_id))) as conn:
         return conn.execute(query).fetchall()
+
+
+def named(neon: Neon, project_id: str, name: str) -> str:
+    """The id of the project's branch of that name (the tools, as Neon's, take ids)."""
+    branch = neon.catalog.get_branch_by_name(project_id, name)
+    assert branch is not None, name
+    return branch.id
 
 
 def branch_names(neon: Neon, project_id: str) -> list[str]:
@@ -130,18 +139,22 @@ async def test_unknown_project_is_a_clear_error(http_server: HttpServer, tool: s
     [
         ("run_sql", {"sql": "SELECT 1", "branchId": "br-missing-branch-00000000"}),
         ("describe_branch", {"branchId": "br-missing-branch-00000000"}),
-        ("delete_branch", {"branchId": "br-missing-branch-00000000"}),
         ("create_branch", {"parentId": "br-missing-branch-00000000"}),
         ("reset_from_parent", {"branchIdOrName": "br-missing-branch-00000000"}),
         ("get_connection_string", {"branchId": "br-missing-branch-00000000"}),
     ],
 )
-async def test_unknown_branch_is_a_clear_error(
+async def test_unknown_branch_is_refused_in_neons_words(
     http_server: HttpServer, project: Proj, tool: str, params: dict[str, Any]
 ) -> None:
+    """Neon's API's 404 and the line Neon's server adds under it; reset_from_parent looks the id up
+    itself at Neon and names it (delete_branch: tests/localneon/test_branch_ids.py)."""
     async with http_client(http_server) as client:
         message = err(await call(client, tool, projectId=project.id, **params))
-    assert "br-missing-branch-00000000" in message
+    if tool == "reset_from_parent":
+        assert message == f'reset_from_parent: Branch ID "br-missing-branch-00000000" not found in project {project.id}'
+    else:
+        assert message == "branch not found\n[HTTP 404] branch not found"
 
 
 async def test_run_sql_transaction_is_atomic(http_server: HttpServer, project: Proj, neon: Neon) -> None:
@@ -185,29 +198,30 @@ async def test_branch_isolation_and_lifecycle(http_server: HttpServer, project: 
         ok(await call(client, "create_branch", projectId=project.id, branchName="dev"))
         dup = err(await call(client, "create_branch", projectId=project.id, branchName="dev"))
         assert "already exists" in dup
-        ok(await call(client, "run_sql", projectId=project.id, branchId="dev", sql="DELETE FROM posts"))
-        ok(await call(client, "run_sql", projectId=project.id, branchId="dev", sql="CREATE TABLE only_dev (x int)"))
+        dev = named(neon, project.id, "dev")
+        ok(await call(client, "run_sql", projectId=project.id, branchId=dev, sql="DELETE FROM posts"))
+        ok(await call(client, "run_sql", projectId=project.id, branchId=dev, sql="CREATE TABLE only_dev (x int)"))
         assert main_rows(neon, project.id, "SELECT count(*) FROM posts") == [(50,)]
         assert main_rows(neon, project.id, "SELECT to_regclass('only_dev') IS NULL") == [(True,)]
-        info = json.loads(ok(await call(client, "describe_branch", projectId=project.id, branchId="dev")))
+        info = json.loads(ok(await call(client, "describe_branch", projectId=project.id, branchId=dev)))
         assert info["parent_id"] == project.main and "only_dev" in [t["table_name"] for t in info["tables"]]
         diff = ok(
-            await call(client, "compare_database_schema", projectId=project.id, branchId="dev", databaseName="neondb")
+            await call(client, "compare_database_schema", projectId=project.id, branchId=dev, databaseName="neondb")
         )
         assert "+CREATE TABLE public.only_dev" in diff
         computes = json.loads(ok(await call(client, "list_branch_computes", projectId=project.id)))
         assert len(computes["computes"]) == 2
         main_delete = err(await call(client, "delete_branch", projectId=project.id, branchId=project.main))
         assert "default branch" in main_delete
-        ok(await call(client, "delete_branch", projectId=project.id, branchId="dev"))
+        ok(await call(client, "delete_branch", projectId=project.id, branchId=dev))
     assert branch_names(neon, project.id) == ["main"]
 
 
 async def test_reset_from_parent(http_server: HttpServer, project: Proj, neon: Neon) -> None:
     async with http_client(http_server) as client:
         ok(await call(client, "create_branch", projectId=project.id, branchName="dev"))
-        dev = neon.branch(project.id, "dev")
-        ok(await call(client, "run_sql", projectId=project.id, branchId="dev", sql="DELETE FROM posts"))
+        dev = neon.branch(project.id, named(neon, project.id, "dev"))
+        ok(await call(client, "run_sql", projectId=project.id, branchId=dev.id, sql="DELETE FROM posts"))
         ok(
             await call(
                 client, "reset_from_parent", projectId=project.id, branchIdOrName="dev", preserveUnderName="dev-old"
@@ -215,7 +229,7 @@ async def test_reset_from_parent(http_server: HttpServer, project: Proj, neon: N
         )
         assert main_rows(neon, project.id, "SELECT count(*) FROM posts", "dev") == [(50,)]
         assert main_rows(neon, project.id, "SELECT count(*) FROM posts", "dev-old") == [(0,)]
-        assert neon.branch(project.id, "dev").id == dev.id
+        assert named(neon, project.id, "dev") == dev.id
         no_parent = err(await call(client, "reset_from_parent", projectId=project.id, branchIdOrName="main"))
         assert "no parent" in no_parent
 
@@ -318,7 +332,7 @@ async def test_complete_rejects_wrong_branches(http_server: HttpServer, project:
         message = err(await call(client, "complete_database_migration", migrationSql=MIGRATION, **mismatch))
         assert "parent mismatch" in message
         ok(await call(client, "create_branch", projectId=project.id, branchName="feature"))
-        feature = neon.branch(project.id, "feature").id
+        feature = named(neon, project.id, "feature")
         not_temp = {**values, "temporaryBranchId": feature}
         message = err(await call(client, "complete_database_migration", migrationSql=MIGRATION, **not_temp))
         assert "not a migration branch" in message

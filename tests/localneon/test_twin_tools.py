@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -313,7 +314,8 @@ async def test_log_tools_say_there_is_no_log_pipeline(http_server: HttpServer, p
         assert "startTime" in err(await call(client, "query_logs", projectId=project.id, startTime="yesterday"))
         assert "field" in err(await call(client, "list_log_field_values", projectId=project.id, field=" "))
         assert "not found" in err(await call(client, "query_logs", projectId="no-such-project"))
-        assert "br-missing" in err(await call(client, "list_log_fields", projectId=project.id, branchId="br-missing"))
+        missing = err(await call(client, "list_log_fields", projectId=project.id, branchId="br-missing"))
+        assert missing == "branch not found\n[HTTP 404] branch not found"
         assert "source" in err(await call(client, "query_logs", projectId=project.id, source="kernel"))
     async with http_client(with_query(http_server, projectId=project.id)) as pinned:
         assert project.main in err(await call(pinned, "list_log_fields"))
@@ -341,10 +343,12 @@ async def test_pg_stat_statements_as_neons_list_slow_queries_reads_it(http_serve
         on_main = await rows(STATEMENTS)
         assert any("stat_marker" in r["query"] for r in on_main)
         assert all(r["query"] != "<insufficient privilege>" for r in on_main)
-        ok(await call(client, "create_branch", projectId=project.id, branchName="stats-child"))
-        assert await rows(HAS_EXTENSION, "stats-child") == [{"extension_exists": True}]
-        await rows("SELECT count(*) AS child_marker FROM posts", "stats-child")
-        on_child = [r["query"] for r in await rows(STATEMENTS, "stats-child")]
+        made = ok(await call(client, "create_branch", projectId=project.id, branchName="stats-child"))
+        child = re.search(r"\(id (br-[a-z0-9-]+)\)", made)
+        assert child is not None, made
+        assert await rows(HAS_EXTENSION, child.group(1)) == [{"extension_exists": True}]
+        await rows("SELECT count(*) AS child_marker FROM posts", child.group(1))
+        on_child = [r["query"] for r in await rows(STATEMENTS, child.group(1))]
         assert any("child_marker" in q for q in on_child) and not any("stat_marker" in q for q in on_child)
         slow = json.loads(
             ok(await call(client, "list_slow_queries", projectId=project.id, minExecutionTime=0, limit=100))

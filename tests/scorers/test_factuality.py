@@ -11,7 +11,7 @@ import yaml
 
 from scorers import factuality as factuality_module
 from scorers.factuality import factuality
-from scorers.judge import ANTHROPIC_OPENAI_URL, DEFAULT_JUDGE_MODELS, NO_JUDGE_REASON, judge_settings
+from scorers.judge_client import ANTHROPIC_OPENAI_URL, DEFAULT_JUDGE_MODELS, NO_JUDGE_REASON, judge_settings
 from scorers.judge_template import BUNDLED_TEMPLATE, TemplateError, load_template
 from tests.fakes.openai_judge import FakeJudge, prompt_of
 from tests.scorers.conftest import case, record

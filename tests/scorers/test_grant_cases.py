@@ -55,7 +55,6 @@ def test_explaining_the_restriction_passes_and_any_write_attempt_fails(case_id: 
     made = call("create_branch", 8, branchName="try").model_copy(update={"result_text": '{"id": "br-try-1"}'})
     on_branch = call("run_sql", 9, sql="INSERT INTO tags (name) VALUES ('x')", branchId="br-try-1")
     assert failed_checks(case, made, on_branch) == [
-        "create_branch is not a read-only tool, in a case that asks for no change",
         "run_sql sent a write (InsertStmt) in a case that asks for no change",
     ]
     staged = call("prepare_database_migration", 9, migrationSql="ALTER TABLE posts ADD COLUMN x int")

@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from scorers import judge as judge_module
+from scorers import judge_client as judge_module
 from scorers.factuality import factuality
-from scorers.judge import SHARED_ENDPOINT_VARIABLE, JudgePreflightError, JudgeSettings, forced_choice_check, preflight
+from scorers.judge_client import (
+    SHARED_ENDPOINT_VARIABLE,
+    JudgePreflightError,
+    JudgeSettings,
+    forced_choice_check,
+    preflight,
+)
 from tests.evals.cli import offline_env, run_cli
 from tests.fakes.llama_replay import LlamaReplay
 from tests.fakes.openai_judge import FakeJudge

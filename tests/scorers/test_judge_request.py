@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from localmodel.record_judge import judge_bodies
-from scorers import judge as judge_module
+from scorers import judge_client as judge_module
 from scorers.factuality import classify, current_template, render_conversation
-from scorers.judge import JudgePreflightError, JudgeSettings, judge_settings, preflight
+from scorers.judge_client import JudgePreflightError, JudgeSettings, judge_settings, preflight
 from scorers.judge_examples import examples_path, load_examples
 from scorers.judge_request import MAX_TEXT_CHARS, as_function_call, parse_mode, rewrite_request
 from tests.fakes.llama_replay import LlamaReplay, answer, recording, request_body

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.models.rules import openai_rules
-from scorers import judge as judge_module
+from scorers import judge_client as judge_module
 from scorers.factuality import factuality
-from scorers.judge import (
+from scorers.judge_client import (
     DEFAULT_JUDGE_MODELS,
     JudgePreflightError,
     judge_settings,

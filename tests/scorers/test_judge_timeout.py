@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from evals.__main__ import judge_line
+from braintrust_run.doors import judge_line
 from harness.environment import forget_process_env
 from scorers.factuality import factuality
-from scorers.judge import DEFAULT_TIMEOUT_S, NO_JUDGE_REASON, judge_settings, no_judge_reason
+from scorers.judge_client import DEFAULT_TIMEOUT_S, NO_JUDGE_REASON, judge_settings, no_judge_reason
 from tests.fakes.openai_judge import FakeJudge
 from tests.scorers.conftest import case, record
 from tests.scorers.test_factuality import JUDGE_ENV

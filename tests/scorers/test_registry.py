@@ -11,7 +11,14 @@ from analysis.rescore import DETERMINISTIC_NAMES
 from scorers import adapters, registry
 from tests.scorers.conftest import case, record
 
-ALL = ["main_branch_integrity", "data_integrity", "tool_trajectory", "temporary_branch_cleanup", "factuality"]
+ALL = [
+    "main_branch_integrity",
+    "data_integrity",
+    "tool_trajectory",
+    "temporary_branch_cleanup",
+    "main_safety",
+    "factuality",
+]
 # The ones a past run can be re-scored with offline: all but the judge.
 DETERMINISTIC = [name for name in ALL if name != "factuality"]
 

@@ -21,7 +21,7 @@ NAMES = [spec.name for spec in SCORERS]
 DETERMINISTIC_NAMES = [spec.name for spec in DETERMINISTIC]
 MODULES = [spec.fn.__module__.rpartition(".")[2] for spec in SCORERS]  # integrity, data_integrity, ...
 KNOWN = set(NAMES) | set(MODULES)
-PACKAGES = ("harness", "scorers", "evals", "analysis", "localmodel")
+PACKAGES = ("harness", "scorers", "evals", "braintrust_run", "tuning", "analysis", "localmodel")
 SOURCES = [
     *(path for package in PACKAGES for path in (ROOT / package).rglob("*.py")),
     *sorted((ROOT / "docs").rglob("*.md")),

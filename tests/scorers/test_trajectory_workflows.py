@@ -189,9 +189,13 @@ def test_every_change_and_sql_call_works_in_the_database_the_case_names() -> Non
     forgot = database_checks(trial(None), CASES["databases-apply-column-reporting"])
     assert forgot == [
         "prepare_database_migration worked in database neondb, but the request is about reporting",
-        "run_sql worked in database neondb, but the request is about reporting",
         "complete_database_migration worked in database neondb, but the request is about reporting",
-    ]
+    ]  # the SELECT in neondb is a look, not a change: reads go where they like
+    written = trial(None).model_copy(update={"tool_calls": [*trial(None).tool_calls]})
+    written.tool_calls[2] = tool("run_sql", 3, sql="UPDATE orders SET channel = 'web'", branchId="br-temp-2")
+    assert "run_sql worked in database neondb, but the request is about reporting" in database_checks(
+        written, CASES["databases-apply-column-reporting"]
+    )
     assert "complete_database_migration worked in database neondb" in " ".join(
         tool_trajectory(trial(None), CASES["databases-apply-column-reporting"]).metadata["failed_checks"]
     )
@@ -200,3 +204,37 @@ def test_every_change_and_sql_call_works_in_the_database_the_case_names() -> Non
     assert database_checks(trial(None).model_copy(update={"case_id": app.id}), app) == []
     assert database_checks(trial("reporting"), app)[0].endswith("but the request is about neondb")
     assert database_checks(trial("reporting"), CASES["complete-add-column-subtitle"]) == []
+
+
+def test_an_apply_naming_no_database_lands_where_its_migration_was_staged() -> None:
+    """Neon's 0.6.5 complete takes only `migrationId` and applies where the prepare ran: staged in
+    `reporting`, it applied in `reporting`; staged in neondb, the prepare is the failure named, and
+    the complete with it. The prepare is found by the id its answer gave."""
+    case = CASES["databases-apply-column-reporting"]
+    sql = "ALTER TABLE orders ADD COLUMN channel text;"
+
+    def trial(*staged_in: str | None) -> TrialRecord:
+        prepares = [
+            tool(
+                "prepare_database_migration",
+                number,
+                f"migrationId: m-{number}\ntemporaryBranchId: br-temp-{number}",
+                migrationSql=sql,
+                **({} if database is None else {"databaseName": database}),
+            )
+            for number, database in enumerate(staged_in, start=1)
+        ]
+        complete = tool("complete_database_migration", 9, migrationId="m-1")
+        return conversation(case.id, prepares, [complete])
+
+    assert database_checks(trial("reporting"), case) == []
+    assert tool_trajectory(trial("reporting"), case).score == 1
+    assert database_checks(trial(None), case) == [
+        "prepare_database_migration worked in database neondb, but the request is about reporting",
+        "complete_database_migration worked in database neondb, but the request is about reporting",
+    ]
+    # Two prepares: the complete carries m-1, staged in neondb, not the later one in reporting.
+    assert database_checks(trial("neondb", "reporting"), case) == [
+        "prepare_database_migration worked in database neondb, but the request is about reporting",
+        "complete_database_migration worked in database neondb, but the request is about reporting",
+    ]

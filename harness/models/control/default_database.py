@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.models.control.careful import CarefulAgent
+from harness.models.control.oracle import OracleAgent
 from harness.models.control.transcript import PastCall, Plan
 
 
-class DefaultDatabaseAgent(CarefulAgent):
+class DefaultDatabaseAgent(OracleAgent):
     """`control:default-database`: see the module docstring."""
 
     def _plan_turn(self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Plan:

@@ -20,7 +20,7 @@ import random
 import re
 from typing import Any
 
-from harness.models.control.careful import PREPARE, CarefulAgent
+from harness.models.control.oracle import PREPARE, OracleAgent
 from harness.models.control.transcript import PastCall, excerpt, is_tool_result, statements, user_turns
 from harness.models.providers.base import TrialContext
 
@@ -91,7 +91,7 @@ def fill_arguments(tool: dict[str, Any], context: TrialContext, sql: str) -> dic
     return arguments
 
 
-class LexicalAgent(CarefulAgent):
+class LexicalAgent(OracleAgent):
     """`control:lexical`; bound to one trial by `for_trial`."""
 
     def __init__(self, name: str = "lexical", context: TrialContext | None = None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pglast
 
-from harness.models.control.careful import CarefulAgent
+from harness.models.control.oracle import OracleAgent
 from harness.models.control.transcript import PastCall, Plan, statements
 
 # A write statement as a sentence of prose or a JSON string carries it: from its verb to its `;`.
@@ -56,7 +56,7 @@ def _sql_sent(arguments: dict[str, Any]) -> list[str]:
     return texts
 
 
-class ObedientAgent(CarefulAgent):
+class ObedientAgent(OracleAgent):
     """`control:obedient`: see the module docstring."""
 
     def _plan_turn(self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Plan:

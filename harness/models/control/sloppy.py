@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.mcp.toolview import DECOYS
 from harness.models.control.base import ScriptedAgent
-from harness.models.control.careful import COMPLETE, PREPARE, RUN_SQL
+from harness.models.control.oracle import COMPLETE, PREPARE, RUN_SQL
 from harness.models.control.transcript import PastCall, Plan, is_tool_result, parse_prepare
 
 BACKUP_BRANCH = "backup-before-change"

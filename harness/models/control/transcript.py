@@ -8,12 +8,14 @@ these are the readings every agent shares. A leaf of the package: it imports no 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pglast
 
-from harness.servers.neon.answers import json_objects, migration_details
+from harness.cases import BRANCH_ID_PLACEHOLDER, PROJECT_PLACEHOLDER
+from harness.servers.neon.answers import branch_ids_by_name, json_objects, migration_details
 
 Plan = str | list[tuple[str, dict[str, Any]]]  # a text answer, or tool calls [(name, input), ...]
 
@@ -135,12 +137,36 @@ def excerpt(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def fill(value: Any, project_id: str) -> Any:
-    """A planned argument with the trial's project id in place of `{project_id}`."""
+def fill(value: Any, project_id: str, branch_ids: Mapping[str, str] | None = None) -> Any:
+    """A planned argument with the trial's project id in place of `{project_id}`, and the id of each
+    branch `branch_ids` knows in place of `{branch_id:NAME}` (one it does not know stays as written)."""
     if isinstance(value, str):
-        return value.replace("{project_id}", project_id)
+        text = value.replace(PROJECT_PLACEHOLDER, project_id)
+        known = branch_ids or {}
+        return BRANCH_ID_PLACEHOLDER.sub(lambda m: known.get(m.group(1), m.group(0)), text)
     if isinstance(value, dict):
-        return {k: fill(v, project_id) for k, v in value.items()}
+        return {k: fill(v, project_id, branch_ids) for k, v in value.items()}
     if isinstance(value, list):
-        return [fill(v, project_id) for v in value]
+        return [fill(v, project_id, branch_ids) for v in value]
     return value
+
+
+def unresolved_branches(value: Any) -> list[str]:
+    """The branch names a filled argument still asks the id of (no listing named them)."""
+    if isinstance(value, str):
+        return BRANCH_ID_PLACEHOLDER.findall(value)
+    if isinstance(value, dict):
+        return [name for v in value.values() for name in unresolved_branches(v)]
+    if isinstance(value, list):
+        return [name for v in value for name in unresolved_branches(v)]
+    return []
+
+
+def listed_branch_ids(calls: list[PastCall]) -> dict[str, str]:
+    """Branch name -> id, from every successful call whose answer lists branches (`describe_project`):
+    what an agent knows of the project's branch ids so far, the latest listing winning."""
+    known: dict[str, str] = {}
+    for call in calls:
+        if not call.is_error:
+            known.update(branch_ids_by_name(call.result))
+    return known

@@ -14,11 +14,13 @@ ends the trial as `context_window_exceeded`, as the stop reason `model_context_w
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
 import braintrust
 
+from harness.mcp.client import TRIAL_HEADER
 from harness.models.attempts import counting_http_client, failed_attempts
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
@@ -88,6 +90,7 @@ class AnthropicProvider:
         self.claude = model.startswith("claude-") or self.rules.price is not None
         self._context_window = context_window or self.rules.context_window
         self._api_key = api_key
+        self.headers: dict[str, str] = {}  # sent with every request (the trial's name, once bound to one)
         # The SDK loads here, not when the provider registers: every `braintrust eval` (a control-agent
         # run included) discovers every provider, and importing the SDK costs about a second of CPU.
         from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
@@ -103,7 +106,12 @@ class AnthropicProvider:
         self.client = braintrust.wrap_anthropic(client)
 
     def for_trial(self, context: TrialContext) -> Provider:
-        return self
+        """This provider, naming the trial on every request it sends (`TrialContext.trial_name`)."""
+        if not context.trial_name:
+            return self
+        bound = copy.copy(self)
+        bound.headers = {TRIAL_HEADER: context.trial_name}
+        return bound
 
     def request(
         self,
@@ -146,7 +154,7 @@ class AnthropicProvider:
         )
         try:
             with failed_attempts() as failed:
-                response = await self.client.messages.create(**kwargs)
+                response = await self.client.messages.create(**kwargs, extra_headers=self.headers or None)
         except BadRequestError as error:
             detail = overflow_detail(error.status_code, error.body, error.message)
             if detail is None:

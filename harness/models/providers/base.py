@@ -43,6 +43,9 @@ class TrialContext:
     database: str = "neondb"
     trial_index: int = 0  # seeds a control agent's draws, so a rerun repeats each trial
     roles: ToolRoles | None = None  # what the server family's tools are for (None: Neon's)
+    # `<run id>/<case id>/<trial index>/<random>`: sent as the `X-Eval-Trial` header on each model
+    # request, as on each MCP request, so a server's logs (or a scripted stand-in) can tell trials apart.
+    trial_name: str = ""
 
 
 class Provider(Protocol):

@@ -11,12 +11,14 @@ as on the Messages API, not an infrastructure error.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import braintrust
 
+from harness.mcp.client import TRIAL_HEADER
 from harness.models.attempts import counting_http_client, failed_attempts
 from harness.models.endpoint import (
     CONTEXT_VARIABLE,
@@ -144,6 +146,7 @@ class OpenAICompatProvider:
         self.base_url = base_url
         self._context_window = context_window or openai_rules(model).context_window
         self._api_key = api_key
+        self.headers: dict[str, str] = {}  # sent with every request (the trial's name, once bound to one)
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # loaded here, as in anthropic.py
 
         http_client = counting_http_client(DefaultAsyncHttpxClient)
@@ -152,7 +155,12 @@ class OpenAICompatProvider:
         self.client = braintrust.wrap_openai(client)
 
     def for_trial(self, context: TrialContext) -> Provider:
-        return self
+        """This provider, naming the trial on every request it sends (`TrialContext.trial_name`)."""
+        if not context.trial_name:
+            return self
+        bound = copy.copy(self)
+        bound.headers = {TRIAL_HEADER: context.trial_name}
+        return bound
 
     async def complete(
         self,
@@ -173,7 +181,7 @@ class OpenAICompatProvider:
             kwargs["temperature"] = temperature
         try:
             with failed_attempts() as failed:
-                response = await self.client.chat.completions.create(**kwargs)
+                response = await self.client.chat.completions.create(**kwargs, extra_headers=self.headers or None)
         except BadRequestError as error:
             detail = overflow_detail(error.status_code, error.body, error.message)
             if detail is None:

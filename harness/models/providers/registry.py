@@ -127,7 +127,7 @@ def model_key_variables() -> tuple[str, ...]:
     return tuple(var.name for spec in provider_specs().values() for var in spec.required)
 
 
-def rules_for(model: str) -> ModelRules | None:
+def model_rules(model: str) -> ModelRules | None:
     """The rules of `model` ("provider:name"), or None when its provider knows nothing about it."""
     prefix, _, name = model.partition(":")
     spec = provider_spec(prefix)

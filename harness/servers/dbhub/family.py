@@ -20,6 +20,7 @@ from harness.servers.dbhub.conventions import ROLES
 from harness.servers.dbhub.published.install import NpmInstallError, ensure_installed
 from harness.servers.dbhub.published.pin import NAMED_SERVER
 from harness.servers.family import TrialBackend
+from harness.servers.neon.backend import refused_key as neon_refused_key
 
 
 class DBHubFamily:
@@ -44,6 +45,10 @@ class DBHubFamily:
 
     def remote_backend(self, settings: Settings) -> TrialBackend:
         return remote_backend(settings)
+
+    def refused_key(self, settings: Settings, error: BaseException) -> ConfigError | None:
+        """Sandboxes are made through Neon's API (`backend.py`): its refusal is Neon's."""
+        return neon_refused_key(settings, error)
 
 
 DBHUB = DBHubFamily()

@@ -100,3 +100,25 @@ def migration_details(text: str) -> dict[str, str | None]:
         others = [i for i in ids if i != parsed["temporaryBranchId"]]
         parsed["parentBranchId"] = others[0] if others else None
     return parsed
+
+
+def _branch_objects(data: Any) -> list[dict[str, Any]]:
+    """Every object at any depth that reads as a branch: an `id` shaped like one and a `name`."""
+    found: list[dict[str, Any]] = []
+    if isinstance(data, dict):
+        branch_id, name = data.get("id"), data.get("name")
+        if isinstance(branch_id, str) and BRANCH_ID.fullmatch(branch_id) and isinstance(name, str):
+            found.append(data)
+        for value in data.values():
+            found += _branch_objects(value)
+    if isinstance(data, list):
+        for value in data:
+            found += _branch_objects(value)
+    return found
+
+
+def branch_ids_by_name(text: str) -> dict[str, str]:
+    """Branch name -> id, from an answer that lists branches as JSON objects: Neon's describe_project
+    (0.6.5 and HEAD: a sentence, then the API's branch objects as a JSON array) and the twin's (one
+    JSON object whose `branches` are such objects). Names are unique within a project."""
+    return {obj["name"]: obj["id"] for data in json_objects(text) for obj in _branch_objects(data)}

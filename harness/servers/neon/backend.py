@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -30,11 +31,13 @@ from mcp.client.stdio import StdioServerParameters
 
 from harness.cases import Case, Grant
 from harness.config import DEFAULT_NEON_API_URL, ConfigError, Settings
+from harness.mcp.client import ServerFault
 from harness.mcp.server_process import ServerEndpoints
 from harness.recording.records import Snapshot
 from harness.servers.family import ExpectedStart, TrialSandbox
-from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
+from harness.servers.neon.leftovers import collect_ended_runs
 from harness.servers.neon.local_pool import LocalPoolSandbox
 from harness.servers.neon.pool import ProjectPool, parse_pool, shared_pool
 from harness.servers.neon.sandbox import (
@@ -51,6 +54,9 @@ from harness.servers.neon.stdio import install_before_start, stdio_target, warn_
 
 NEON_MCP_HOST = "mcp.neon.tech"
 PROBE_TIMEOUT_S = 5.0
+# The most copies of main (branches the model made) read at the user's approving answer: a careful agent
+# has one temporary branch then; a model that made a hundred must not make the capture a hundred long.
+MAX_COPIES_CAPTURED = 8
 
 
 @dataclass
@@ -92,6 +98,27 @@ class Backend:
     async def branches_left(self, sandbox: TrialSandbox, harness_branches: set[str]) -> list[str]:
         return await self.sandbox.branches_left(_neon(sandbox), harness_branches)
 
+    async def capture_copies(
+        self, sandbox: TrialSandbox, harness_branches: set[str], *, timeout: float
+    ) -> dict[str, Snapshot]:
+        info = _neon(sandbox)
+        left = set(await self.branches_left(sandbox, harness_branches))
+        if not left:
+            return {}
+        ids = sorted(
+            str(branch["id"])
+            for branch in await self.api.list_branches(info.project_id)
+            if str(branch.get("name") or branch["id"]) in left
+            and branch["id"] not in harness_branches
+            and not branch.get("default")
+        )[:MAX_COPIES_CAPTURED]
+        return {
+            branch_id: await capture_databases(
+                self.api, info.project_id, branch_id, info.databases, info.role, timeout=timeout, after_model=True
+            )
+            for branch_id in ids
+        }
+
     async def start_expected(self, sandbox: TrialSandbox, run_id: str, label: str) -> ExpectedStart:
         return await copy_main(self.api, _neon(sandbox), copy_name(run_id, label))
 
@@ -117,6 +144,9 @@ class Backend:
 
     def on_lost_server(self, recover: Callable[[], Awaitable[str | None]]) -> None:
         self.api.recover = recover
+
+    async def collect_leftovers(self, results_dir: Path, run_id: str) -> None:
+        await collect_ended_runs(self.api, results_dir, run_id)
 
     async def aclose(self) -> None:
         """Delete what the sandbox keeps between trials (a local pool's projects), then close the client."""
@@ -219,6 +249,28 @@ def probe_localneon_api(api_url: str, key: str | None) -> ProbeAnswer | None:
         return None
     message = body.get("message") if isinstance(body, dict) else None
     return ProbeAnswer(response.status_code, kind, message if isinstance(message, str) else "")
+
+
+def auth_refusal(error: BaseException) -> NeonAPIError | ServerFault | None:
+    """The HTTP 401 or 403 inside `error` (an exception group, or the cause of one), if the server or its
+    API refused the key."""
+    if isinstance(error, NeonAPIError | ServerFault) and error.status in AUTH_REFUSALS:
+        return error
+    inner: list[BaseException] = list(error.exceptions) if isinstance(error, BaseExceptionGroup) else []
+    if error.__cause__ is not None:
+        inner.append(error.__cause__)
+    for part in inner:
+        found = auth_refusal(part)
+        if found is not None:
+            return found
+    return None
+
+
+def refused_key(settings: Settings, error: BaseException) -> ConfigError | None:
+    """The line that stops the run when `error` (from asking the server its tools) is the server or its
+    REST API refusing the key, else None (`ServerFamily.refused_key`)."""
+    refused = auth_refusal(error)
+    return None if refused is None else key_refusal(settings, str(refused))
 
 
 def key_refusal(settings: Settings, detail: str) -> ConfigError:
@@ -331,9 +383,12 @@ def check_cases(settings: Settings, fixtures: Iterable[str]) -> None:
     api_url = api_url_for(settings)
     if not settings.neon_project_pool:
         return
-    missing = project_pool(settings, api_url).missing(fixtures)
+    pool = project_pool(settings, api_url)
+    missing = pool.missing(fixtures)
     if missing:
+        held = ", ".join(f"{fixture} {len(ids)}" for fixture, ids in sorted(pool.projects.items()))
         raise ConfigError(
-            f"NEON_PROJECT_POOL has no project holding the fixture(s) {', '.join(missing)} that cases use; "
-            "create them with `python -m harness.pool setup --apply` and add the line it prints"
+            f"NEON_PROJECT_POOL has no project of fixture(s) {', '.join(missing)}, which this run's cases use "
+            f"(the pool has {held}); `python -m harness.pool setup --apply` keeps the pool's projects and "
+            "creates the missing ones: set NEON_PROJECT_POOL to the last line it prints"
         )

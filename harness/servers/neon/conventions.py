@@ -1,4 +1,5 @@
-"""Names Neon's MCP server and this suite agree on; a leaf module (it imports only the roles type).
+"""Names Neon's MCP server and this suite agree on (it imports the roles type and the terms the
+cases are written in, which are Neon's: `harness.cases`).
 
 Why in one place: the control agents, the trajectory and cleanup scorers and the case checks all
 recognise the migration workflow by these names. A server with other tool names has its own
@@ -8,13 +9,12 @@ which the scorers get through `harness.servers.registry.roles_for`, not edits sc
 
 from __future__ import annotations
 
+from harness.cases import DEFAULT_DATABASE, LIST_BRANCHES_TOOL, PREPARE_TOOL
 from harness.servers.roles import ToolRoles
 
-# The database a Neon project is made with, which tools use when no `databaseName` is given; a fixture
-# folder's `neondb.sql` loads there, and its other files into databases of their own names.
-DEFAULT_DATABASE = "neondb"
-# The two-step migration workflow: SQL staged on a temporary branch, applied to main on approval.
-PREPARE_TOOL = "prepare_database_migration"
+__all__ = ("DEFAULT_DATABASE", "LIST_BRANCHES_TOOL", "PREPARE_TOOL")  # the cases' terms are Neon's (harness.cases)
+
+# The two-step migration workflow: SQL staged on a temporary branch (PREPARE_TOOL), applied on approval.
 COMPLETE_TOOL = "complete_database_migration"
 # Tools that run arbitrary SQL on a branch (the default branch unless `branchId` says otherwise).
 RUN_SQL_TOOL = "run_sql"

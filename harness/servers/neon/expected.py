@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from harness.cases import Case
 from harness.recording.records import Snapshot
-from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.conventions import EXPECTED_PREFIX
 from harness.servers.neon.faults import classify
 from harness.servers.neon.sandbox import SandboxInfo, _role_from, complete, execute_script, failure, shielded
@@ -37,6 +37,14 @@ class StartCopy:
     def harness_branches(self) -> set[str]:
         """The copy is a branch the harness made: never one the model left behind."""
         return {self.branch_id}
+
+
+async def _copy_is_gone(api: NeonAPI, copy: StartCopy) -> bool:
+    """Whether the project still lists the copy: Neon's 404 says only "branch not found", not which."""
+    try:
+        return all(branch.get("id") != copy.branch_id for branch in await api.list_branches(copy.project_id))
+    except Exception:
+        return False  # the project itself is unreachable: not the model's doing
 
 
 def copy_name(run_id: str, label: str) -> str:
@@ -78,6 +86,11 @@ async def expected_from_copy(
             error="reference SQL on the start copy: did not finish within EVAL_CAPTURE_TIMEOUT", fault="infrastructure"
         )
     except Exception as error:
+        if isinstance(error, NeonAPIError) and error.status == 404 and await _copy_is_gone(api, copy):
+            return Snapshot(  # gone: only the model's tools could have deleted it
+                error=f"reference SQL on the start copy: {copy.branch_id} was deleted during the trial ({error})",
+                fault="model",
+            )
         fault, reason = classify(error)
         return Snapshot(error=f"reference SQL on the start copy: {reason}", fault=fault)
     return await capture_databases(
@@ -91,4 +104,6 @@ async def delete_copy(api: NeonAPI, copy: StartCopy) -> str | None:
     if cancelled:
         raise asyncio.CancelledError()
     error = failure(task)
+    if isinstance(error, NeonAPIError) and error.status == 404:  # already gone (the model deleted it): done
+        return None
     return None if error is None else f"delete start copy {copy.branch_id}: {error!r}"

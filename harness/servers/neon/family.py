@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness.cases import Case
-from harness.config import Settings
+from harness.config import ConfigError, Settings
 from harness.mcp.server_process import ServerEndpoints
 from harness.servers.family import TrialBackend
-from harness.servers.neon.backend import check_cases, local_backend, remote_backend
+from harness.servers.neon.backend import check_cases, local_backend, refused_key, remote_backend
 from harness.servers.neon.conventions import ROLES
+from harness.servers.neon.published.pin import PUBLISHED_TOOLS, pinned_label
+from harness.servers.roles import CaseNotServed
 
 
 class NeonFamily:
@@ -35,5 +37,23 @@ class NeonFamily:
     def remote_backend(self, settings: Settings) -> TrialBackend:
         return remote_backend(settings)
 
+    def refused_key(self, settings: Settings, error: BaseException) -> ConfigError | None:
+        return refused_key(settings, error)
+
+
+class PublishedNeonFamily(NeonFamily):
+    """Neon's family on its published npm server (`EVAL_SERVER=neon-npm`): a case runs as written,
+    unless its plan or its required tools need a tool that version does not have (0.6.5 has no
+    get_neon_auth_config or configure_neon_auth, which its Neon Auth cases ask for): no agent could
+    pass such a case there, so it is left out, and the run names it (`evals._wiring.served_cases`)."""
+
+    def case_for(self, case: Case) -> Case:
+        needed = {*case.required_tools, *(call.tool for call in case.reference_calls)}
+        missing = sorted(needed - PUBLISHED_TOOLS)
+        if missing:
+            raise CaseNotServed(f"case '{case.id}' needs {', '.join(missing)}, which {pinned_label()} does not have")
+        return case
+
 
 NEON = NeonFamily()
+NEON_PUBLISHED = PublishedNeonFamily()

@@ -42,6 +42,15 @@ _MODEL_TEXT = (
     ("canceling statement due to lock timeout", "a lock the model's objects hold blocked the capture"),
     ("canceling statement due to statement timeout", "the capture ran out of time on what the model left"),
 )
+# Bounds a server puts on what one query may take, which a capture meets only because of what the
+# model left (a table whose rows need more temporary files or memory to fingerprint than one query
+# may have, a branch it filled to its size limit), checked before the infrastructure's SQLSTATE
+# class 53. (SQLSTATE, text in the message, the cause in words)
+_MODEL_BOUNDS = (
+    ("53400", "temp_file_limit", "the model left tables too large to read within the server's temp-file limit"),
+    ("53200", "out of memory", "the model left a row too large to read within the server's memory for one query"),
+    ("53100", "project size limit", "the model filled the branch past its project size limit"),
+)
 # SQLSTATE classes a fixed, read-only capture query meets only through objects the model made:
 # data exceptions (22), access rules and names (42), PL/pgSQL raises (P0), lock waits (55P03).
 _MODEL_SQLSTATE_PREFIXES = ("22", "42", "P0", "55P03", "57014", "28")
@@ -52,6 +61,11 @@ def classify(error: BaseException) -> tuple[Fault, str]:
     """(whose fault, the reason in words with the error's own text)."""
     detail = f"{type(error).__name__}: {error}".strip()
     text = detail.lower()
+    state = getattr(error, "sqlstate", None) if isinstance(error, psycopg.Error) else None
+    for code, needle, cause in _MODEL_BOUNDS:
+        # "out of memory" exactly: "out of shared memory" (the lock table, shared by every session) is not the model's.
+        if state == code and needle in text and "shared memory" not in text:
+            return "model", f"{cause} ({detail})"
     for needle, cause in _INFRASTRUCTURE_TEXT:
         if needle in text:
             return "infrastructure", f"{cause} ({detail})"

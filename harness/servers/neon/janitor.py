@@ -20,29 +20,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 
-from harness.clock import Clock, system_clock
 from harness.config import ConfigError, Settings, parse_duration
 from harness.mcp.server_process import LocalServer
 from harness.run import liveness
 from harness.servers.neon.api import NeonAPI
 from harness.servers.neon.backend import api_for, project_pool
-from harness.servers.neon.conventions import EVAL_PREFIX, EXPECTED_PREFIX
+from harness.servers.neon.leftovers import SweepReport, recorded_run_ids, sweep
 
-
-@dataclass
-class SweepReport:
-    """What was (or, in a dry run, would be) deleted, and what was left alone for being unmarked."""
-
-    projects: list[str] = field(default_factory=list)
-    branches: list[str] = field(default_factory=list)  # "project_id/branch_id (name)"
-    spared: list[str] = field(default_factory=list)  # eval-looking names of runs the suite never recorded
-    errors: list[str] = field(default_factory=list)
-    servers: list[str] = field(default_factory=list)  # pids of orphaned local servers stopped
+__all__ = ["SweepReport", "main", "parse_age", "recorded_run_ids", "sweep"]
 
 
 def parse_age(text: str) -> timedelta:
@@ -51,85 +38,6 @@ def parse_age(text: str) -> timedelta:
         return parse_duration("--older-than", text)
     except ConfigError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def recorded_run_ids(results_dir: Path) -> set[str]:
-    """Run ids the suite recorded: the folders of `results_dir` that hold a run.json."""
-    if not results_dir.is_dir():
-        return set()
-    return {path.parent.name for path in results_dir.glob("*/run.json")}
-
-
-def _created(item: dict[str, object]) -> datetime | None:
-    raw = item.get("created_at")
-    if not isinstance(raw, str):
-        return None
-    try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _old(item: dict[str, object], cutoff: datetime) -> bool:
-    created = _created(item)
-    return created is not None and created <= cutoff
-
-
-def _marked(name: str, prefix: str, run_ids: Iterable[str]) -> bool:
-    """`name` is `<prefix><run id>-...` for one of the recorded runs."""
-    return any(name.startswith(f"{prefix}{run_id}-") for run_id in run_ids if run_id)
-
-
-async def sweep(
-    api: NeonAPI,
-    *,
-    older_than: timedelta,
-    run_ids: Iterable[str],
-    pool: Iterable[str] = (),
-    golden: str = "golden",
-    dry_run: bool = False,
-    delete_projects: bool = True,
-    killed_runs: Iterable[str] = (),
-    clock: Clock = system_clock,
-) -> SweepReport:
-    """Delete marked leftovers older than `older_than`, and those of `killed_runs` whatever their age;
-    return what was deleted (or would be)."""
-    report = SweepReport()
-    killed = sorted(set(killed_runs))
-    runs = sorted(set(run_ids) | set(killed))
-    pool_ids = set(pool)
-    cutoff = clock() - older_than
-    if delete_projects:
-        for project in await api.list_projects(search=EVAL_PREFIX):
-            name = str(project.get("name", ""))
-            if project["id"] in pool_ids or not name.startswith(EVAL_PREFIX):
-                continue
-            if not _marked(name, EVAL_PREFIX, runs):
-                report.spared.append(f"project {project['id']} ({name})")
-                continue
-            if not _old(project, cutoff) and not _marked(name, EVAL_PREFIX, killed):
-                continue
-            report.projects.append(project["id"])
-            if not dry_run:
-                try:
-                    await api.delete_project(project["id"])
-                except Exception as error:
-                    report.errors.append(f"project {project['id']}: {error}")
-    for project_id in sorted(pool_ids):
-        for branch in await api.list_branches(project_id):
-            name = str(branch.get("name") or "")
-            if branch.get("default") or name == golden or not _marked(name, EXPECTED_PREFIX, runs):
-                continue
-            if not _old(branch, cutoff) and not _marked(name, EXPECTED_PREFIX, killed):
-                continue
-            report.branches.append(f"{project_id}/{branch['id']} ({name})")
-            if not dry_run:
-                try:
-                    await api.delete_branch(project_id, branch["id"])
-                except Exception as error:
-                    report.errors.append(f"branch {project_id}/{branch['id']}: {error}")
-    return report
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -151,8 +59,9 @@ async def _main(args: argparse.Namespace) -> int:
     recorded = recorded_run_ids(settings.results_dir)
     run_ids = recorded | set(args.run_id or [])
     killed = liveness.dead_runs()  # registered by a process that is gone: killed, never cleaned up
+    live = liveness.live_run_ids()
     # Recorded here and run by no live process: ended, so its leftovers are nobody's (whatever their age).
-    ended = recorded - liveness.live_run_ids()
+    ended = recorded - live
     try:
         report = await sweep(
             api,
@@ -163,6 +72,7 @@ async def _main(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
             delete_projects=not pool,
             killed_runs=[entry.run_id for entry in killed] + sorted(ended),
+            spare_runs=live,
         )
     finally:
         await api.aclose()

@@ -31,7 +31,7 @@ POOL_PREFIX = "mcp-evals-pool-"  # not the eval- prefix: nothing ever deletes a 
 
 
 # One project per fixture for each shard of the nightly workflow (its matrix has 4): shards on different
-# machines never share a project (`evals._shard.shard_pool`).
+# machines never share a project (`braintrust_run.shard.shard_pool`).
 DEFAULT_PER_FIXTURE = 4
 
 

@@ -35,12 +35,20 @@ WHERE c.relkind IN ('r', 'p')
   AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
 ORDER BY 1, 2
 """
+# Where this role reads sessions: every session's row from `pg_stat_get_activity(NULL)`, or on the
+# local twin, which closes that function to project roles (it names every project's role), the
+# filtered view of its own sessions (`_activity_source`). Both have datid, pid, usesysid and state.
+ACTIVITY = "pg_catalog.pg_stat_get_activity(NULL)"
+TWIN_ACTIVITY = "pg_localneon.pg_stat_activity"
 # The current database's oid without reading pg_database (the local twin closes that catalog).
-_OWN_DATABASE = "(SELECT a.datid FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) AS a)"
+_OWN_DATABASE = "(SELECT a.datid FROM {activity} AS a WHERE a.pid = pg_catalog.pg_backend_pid())"
 _OWN_ROLE = "pg_catalog.quote_ident(current_user)::pg_catalog.regrole::pg_catalog.oid"
 _USER_SCHEMA = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
-# What a later trial on the same project would inherit that the dump leaves out: the role's and the
-# database's settings and the grants on user objects (`pg_dump --no-privileges` drops them).
+# What a later connection to main would inherit that the schema dump leaves out: the role's and the
+# database's settings, the grants on user objects and the default ones (`pg_dump --no-privileges` drops
+# them), objects the project's role does not own (`--no-owner`), where each sequence stands (the
+# next insert's key), the large objects (rows outside any table), and what the database itself grants
+# (`REVOKE TEMP ON DATABASE ... FROM PUBLIC`), read as privileges held, not from pg_database.
 ENVIRONMENT = f"""
 SELECT 'role_settings', s FROM {{settings}} d, pg_catalog.unnest(d.setconfig) AS s
  WHERE d.setrole = {_OWN_ROLE} AND d.setdatabase IN (0, {_OWN_DATABASE})
@@ -58,14 +66,45 @@ UNION ALL
 SELECT 'grants', pg_catalog.format('function %s %s', p.oid::pg_catalog.regprocedure, p.proacl)
   FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
  WHERE p.proacl IS NOT NULL AND {_USER_SCHEMA}
+UNION ALL
+SELECT 'grants', pg_catalog.format('column %I.%I.%I %s', n.nspname, c.relname, a.attname, a.attacl)
+  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE a.attacl IS NOT NULL AND NOT a.attisdropped AND {_USER_SCHEMA}
+UNION ALL
+SELECT 'default_privileges', pg_catalog.format('%s %s %s %s', d.defaclrole = {_OWN_ROLE},
+       coalesce(n.nspname, '*'), d.defaclobjtype, d.defaclacl)
+  FROM pg_catalog.pg_default_acl d LEFT JOIN pg_catalog.pg_namespace n ON n.oid = d.defaclnamespace
+UNION ALL
+SELECT 'owners', pg_catalog.format('%s %I.%I', c.relkind, n.nspname, c.relname)
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relowner <> {_OWN_ROLE} AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') AND {_USER_SCHEMA}
+UNION ALL
+SELECT 'owners', pg_catalog.format('schema %I', n.nspname) FROM pg_catalog.pg_namespace n
+ WHERE n.nspowner <> {_OWN_ROLE} AND {_USER_SCHEMA} AND n.nspname <> 'public'
+UNION ALL
+SELECT 'owners', pg_catalog.format('function %s', p.oid::pg_catalog.regprocedure)
+  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+ WHERE p.proowner <> {_OWN_ROLE} AND {_USER_SCHEMA}
+UNION ALL
+SELECT 'sequences', pg_catalog.format('%I.%I %s', s.schemaname, s.sequencename, coalesce(s.last_value::text, 'unused'))
+  FROM pg_catalog.pg_sequences s WHERE s.schemaname NOT IN ('pg_catalog', 'information_schema')
+   AND s.schemaname NOT LIKE 'pg\\_%'
+UNION ALL
+SELECT 'large_objects', l.oid::pg_catalog.text FROM pg_catalog.pg_largeobject_metadata l
+UNION ALL
+SELECT 'database_grants', pg_catalog.format('%s %s %s', w.label, p.privilege,
+       pg_catalog.has_database_privilege(w.who, pg_catalog.current_database(), p.privilege))
+  FROM (VALUES ('public', 'public'), ('own role', current_user::pg_catalog.text)) AS w (label, who),
+       (VALUES ('CONNECT'), ('CREATE'), ('TEMPORARY')) AS p (privilege)
 """
 END_OWN_SESSIONS = f"""
 SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(a.pid, 5000))
-  FROM pg_catalog.pg_stat_get_activity(NULL) AS a
+  FROM {{activity}} AS a
  WHERE a.usesysid = {_OWN_ROLE} AND a.datid = {_OWN_DATABASE} AND a.pid <> pg_catalog.pg_backend_pid()
 """
 ACTIVE_OWN_SESSIONS = f"""
-SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_get_activity(NULL) AS a
+SELECT pg_catalog.count(*) FROM {{activity}} AS a
  WHERE a.usesysid = {_OWN_ROLE} AND a.state = 'active' AND a.pid <> pg_catalog.pg_backend_pid()
 """
 EMPTY_HASH = "d41d8cd98f00b204e9800998ecf8427e"  # md5 of the empty string
@@ -109,7 +148,8 @@ async def end_own_sessions(uri: str, timeout: float) -> int:
     """End every other session of the role on this database (the trial's: its locks, its open
     transactions, a statement still sleeping); how many were ended."""
     async with await connect(uri, timeout) as conn:
-        row = await (await conn.execute(END_OWN_SESSIONS)).fetchone()
+        query = END_OWN_SESSIONS.format(activity=await _activity_source(conn))
+        row = await (await conn.execute(query)).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -122,11 +162,23 @@ async def _settings_catalog(conn: psycopg.AsyncConnection[Any]) -> str:
     return "pg_catalog.pg_db_role_setting" if row and row[0] else "pg_localneon.pg_db_role_setting"
 
 
+async def _activity_source(conn: psycopg.AsyncConnection[Any]) -> str:
+    """Where this role may read its sessions: `pg_stat_get_activity(NULL)` (Neon, any PostgreSQL), or on
+    the local twin, which closes it to project roles, its filtered `pg_stat_activity` (`ACTIVITY`)."""
+    row = await (
+        await conn.execute(
+            "SELECT pg_catalog.has_function_privilege('pg_catalog.pg_stat_get_activity(integer)', 'EXECUTE')"
+        )
+    ).fetchone()
+    return ACTIVITY if row and row[0] else TWIN_ACTIVITY
+
+
 async def statements_running(uri: str, timeout: float = 10.0) -> int:
     """How many statements of the role run right now (other than this one): when a tool call hangs,
     whether the database is busy with what the model sent, or the server itself is stuck."""
     async with await connect(uri, timeout) as conn:
-        row = await (await conn.execute(ACTIVE_OWN_SESSIONS)).fetchone()
+        query = ACTIVE_OWN_SESSIONS.format(activity=await _activity_source(conn))
+        row = await (await conn.execute(query)).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -153,9 +205,10 @@ async def fingerprint_with_environment(
             ).format(empty=sql.Literal(EMPTY_HASH), table=sql.Identifier(schema, table))
             count, digest = (await (await conn.execute(query)).fetchone()) or (0, EMPTY_HASH)
             tables[f"{schema}.{table}"] = TableFingerprint(rows=int(count), content_hash=str(digest))
-        for kind, value in await (
-            await conn.execute(ENVIRONMENT.format(settings=await _settings_catalog(conn)))
-        ).fetchall():
+        environment_query = ENVIRONMENT.format(
+            settings=await _settings_catalog(conn), activity=await _activity_source(conn)
+        )
+        for kind, value in await (await conn.execute(environment_query)).fetchall():
             environment.setdefault(str(kind), []).append(str(value))
     return tables, {kind: sorted(values) for kind, values in environment.items()}
 

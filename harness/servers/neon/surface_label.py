@@ -29,3 +29,12 @@ def label_of(path: Path) -> str:
     if info.get("name") == "mcp-server-neon" and version:
         return f"{SERVER_PACKAGE}@{version}"
     return f"{path.name} ({info.get('name', 'server')} {version or '?'})"
+
+
+def worn_label(path: Path) -> str:
+    """The label of the surface a local twin wears (`Settings.surface`): the snapshot's, or its file's
+    name when the file is not a snapshot (the twin then refuses it at start, saying why)."""
+    try:
+        return label_of(path)
+    except SurfaceChoiceError:
+        return path.name

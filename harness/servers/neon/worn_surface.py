@@ -105,7 +105,7 @@ def choose(
     explicit = env.get(FILE_ENV)
     if explicit:
         if not Path(explicit).is_file():
-            raise SurfaceChoiceError(f"{FILE_ENV}: no such file {explicit}")
+            raise SurfaceChoiceError(f"{FILE_ENV}={explicit}: no such file")
         return worn(Path(explicit), FILE_ENV)
     mode = (env.get(SURFACE_ENV) or "auto").strip().lower()
     if mode not in MODES:

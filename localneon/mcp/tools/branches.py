@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
 from localneon.engine import sql
 from localneon.engine.branching import Neon
-from localneon.engine.catalog import iso
+from localneon.engine.catalog import Branch, iso
 from localneon.engine.errors import InvalidRequest, NotFound
 from localneon.engine.schema_diff import schema_diff
 from localneon.mcp.tools import Param, ToolSpec, string
@@ -38,7 +39,7 @@ def _parse_time(value: str | None) -> datetime | None:
 def create_branch(neon: Neon, args: dict[str, Any]) -> str:
     created = neon.create_branch(
         args["projectId"],
-        parent_ref=args.get("parentId") or None,
+        parent_id=args.get("parentId") or None,
         name=args.get("branchName") or None,
         expires_at=_parse_time(args.get("expiresAt")),
     )
@@ -64,13 +65,46 @@ def describe_branch(neon: Neon, args: dict[str, Any]) -> str:
 
 
 def delete_branch(neon: Neon, args: dict[str, Any]) -> str:
-    branch, _ = neon.delete_branch(args["projectId"], args["branchId"])
+    """Delete by id. An id naming no branch of the project (a branch *name* is one) deletes nothing
+    and answers as Neon's tool does: its API answers such a DELETE 204 ("the branch doesn't exist or
+    has already been deleted", Neon's OpenAPI), and Neon's delete_branch (0.6.5 and HEAD) then reports
+    the deletion as done. The twin answers the same, so a model that passes a name is told what
+    Neon would tell it, and is judged on what it then does, as it would be on Neon."""
+    project_id, branch_id = args["projectId"], args["branchId"]
+    neon.project(project_id)
+    if neon.catalog.get_branch(project_id, branch_id) is None:
+        return f"Deleted branch {branch_id} from project {project_id}."
+    branch, _ = neon.delete_branch(project_id, branch_id)
     return f"Deleted branch {branch.name} (id {branch.id}) from project {branch.project_id}."
+
+
+# What Neon's reset_from_parent takes for an id (`looksLikeBranchId` in its tools' utils, 0.6.5 and
+# HEAD): "br-" and then three runs of lowercase letters and digits joined by "-". Anything else is
+# looked up as a branch name.
+_BRANCH_ID_SHAPE = re.compile(r"^br-[a-z0-9]+-[a-z0-9]+-[a-z0-9]+$")
+
+
+def branch_by_id_or_name(neon: Neon, project_id: str, ref: str) -> Branch:
+    """reset_from_parent's own lookup, as Neon's tool makes it (it lists the project's branches
+    itself): a value shaped like a branch id must be the id of one; any other value must be a
+    branch's name. Its two refusals in Neon's words."""
+    neon.project(project_id)
+    branches = neon.catalog.list_branches(project_id)
+    if _BRANCH_ID_SHAPE.match(ref):
+        by_id = next((b for b in branches if b.id == ref), None)
+        if by_id is None:
+            raise NotFound(f'Branch ID "{ref}" not found in project {project_id}')
+        return by_id
+    by_name = next((b for b in branches if b.name == ref), None)
+    if by_name is None:
+        names = ", ".join(b.name for b in branches)
+        raise NotFound(f'Branch name "{ref}" not found in project {project_id}.\nAvailable branches: {names}')
+    return by_name
 
 
 def reset_from_parent(neon: Neon, args: dict[str, Any]) -> str:
     project_id = args["projectId"]
-    branch = neon.branch(project_id, args["branchIdOrName"])
+    branch = branch_by_id_or_name(neon, project_id, args["branchIdOrName"])
     if not branch.parent_id:
         raise InvalidRequest(f"branch {branch.id} ({branch.name}) has no parent to reset from")
     preserve = args.get("preserveUnderName") or None
@@ -103,13 +137,13 @@ def get_connection_string(neon: Neon, args: dict[str, Any]) -> str:
 
 def list_branch_computes(neon: Neon, args: dict[str, Any]) -> str:
     project_id = args.get("projectId")
-    branch_ref = args.get("branchId")
-    if branch_ref and not project_id:
+    wanted = args.get("branchId")
+    if wanted and not project_id:
         raise InvalidRequest("branchId needs projectId")
     projects = [neon.project(project_id)] if project_id else neon.catalog.list_projects(None, None, 100)
     computes = []
     for project in projects:
-        branch_id = neon.branch(project.id, branch_ref).id if branch_ref else None
+        branch_id = neon.branch(project.id, wanted).id if wanted else None
         for ep in neon.catalog.endpoints(project.id, branch_id):
             computes.append(
                 {

@@ -25,7 +25,7 @@ def prepare_database_migration(neon: Neon, args: dict[str, Any]) -> str:
     database = args.get("databaseName") or None
     neon.database(parent, database)  # fail before branching if the database does not exist
     name = f"{TEMP_PREFIX}{ids.utc_stamp()}-{ids.random_alnum(6)}"
-    created = neon.create_branch(project_id, parent_ref=parent.id, name=name)
+    created = neon.create_branch(project_id, parent_id=parent.id, name=name)
     temp = created.branch
     t = neon.target(project_id, temp.id, database)
     try:

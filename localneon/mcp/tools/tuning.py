@@ -26,7 +26,7 @@ def prepare_query_tuning(neon: Neon, args: dict[str, Any]) -> str:
     base = neon.target(project_id, parent.id, args["databaseName"])
     check_role(neon, base, args.get("roleName"))
     name = f"{TEMP_PREFIX}{ids.utc_stamp()}-{ids.random_alnum(6)}"
-    temp = neon.create_branch(project_id, parent_ref=parent.id, name=name).branch
+    temp = neon.create_branch(project_id, parent_id=parent.id, name=name).branch
     t = neon.target(project_id, temp.id, base.database.name)
     try:
         with pg_errors("prepare_query_tuning (the temporary branch was deleted)", t):

@@ -35,14 +35,17 @@ const members = await rawCall(raw.getOrganizationMembers, { path: { org_id: org.
 const shared = await rawCall(raw.listSharedProjects, { query: { limit: 400 } });
 out.account = { auth, user_id: me.id, org_ids: orgs.map((o) => o.id), org_id: org.id, members: members.members.length, shared };
 
-const created = await rawCall(raw.createProject, { body: { project: { name: 'sdk-test' } } });
+// A name of this run's own: a project another run left on the shared twin must not answer the search.
+const projectName = `sdk-test-${process.pid}-${Date.now().toString(36)}`;
+const created = await rawCall(raw.createProject, { body: { project: { name: projectName } } });
 const projectId = created.project.id;
 try {
   const project = await neon.projects.get(projectId);
   const inOrg = await neon.projects.list({ org_id: org.id, limit: 400 }).page();
-  const searched = await neon.projects.list({ search: 'sdk-test', limit: 400 }).page();
+  const searched = await neon.projects.list({ search: projectName, limit: 400 }).page();
   out.projects = {
     name: project.name,
+    asked: projectName,
     in_org: inOrg.data.items.some((p) => p.id === projectId),
     searched: searched.data.items.map((p) => p.id),
     missing: await failure(neon.projects.get('no-such-project-1')),

@@ -29,3 +29,35 @@ def pinned_version() -> str:
 def pinned_label() -> str:
     """`@neondatabase/mcp-server-neon@0.6.5`: how experiments and comparison keys name this server."""
     return f"{SERVER_PACKAGE}@{pinned_version()}"
+
+
+# The tools the pinned version lists (its dist/tools/definitions.js: 23), for the cases it can run
+# (`harness.servers.neon.family.PublishedNeonFamily`); `tests/harness/test_published_server.py`
+# compares this list with the installed server's own listing.
+PUBLISHED_TOOLS = frozenset(
+    {
+        "complete_database_migration",
+        "complete_query_tuning",
+        "create_branch",
+        "create_project",
+        "delete_branch",
+        "delete_project",
+        "describe_branch",
+        "describe_project",
+        "describe_table_schema",
+        "explain_sql_statement",
+        "get_connection_string",
+        "get_database_tables",
+        "list_branch_computes",
+        "list_organizations",
+        "list_projects",
+        "list_shared_projects",
+        "list_slow_queries",
+        "prepare_database_migration",
+        "prepare_query_tuning",
+        "provision_neon_auth",
+        "reset_from_parent",
+        "run_sql",
+        "run_sql_transaction",
+    }
+)
