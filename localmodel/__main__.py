@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-from localmodel.build import BuildError, ensure_server
+from localmodel.build import BuildError, ensure_server, record_illegal_instruction
 from localmodel.checksum import ChecksumError
 from localmodel.model import ModelError, ensure_model
 from localmodel.pins import MODEL
-from localmodel.server import LocalServer, ServerError, ServerOptions, free_port
+from localmodel.server import IllegalInstruction, LocalServer, ServerError, ServerOptions, free_port
 from localmodel.smoke import CACHE, TEMPLATE, _sigterm_as_interrupt
 from localmodel.smoke import main as smoke_main
 
@@ -76,6 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         ensure_server(CACHE)
         ensure_model(CACHE)
         return 0
+    except IllegalInstruction as error:
+        marker = record_illegal_instruction(CACHE)
+        print(
+            f"localmodel: {error}\nlocalmodel: noted in {marker}; the next run builds the baseline profile",
+            file=sys.stderr,
+        )
+        return 2
     except (BuildError, ModelError, ChecksumError, ServerError) as error:
         print(f"localmodel: {error}", file=sys.stderr)
         return 2

@@ -45,6 +45,11 @@ class ServerCrashed(ServerError):
         return str(self).splitlines()[0].rstrip(":")
 
 
+class IllegalInstruction(ServerCrashed):
+    """llama-server died of SIGILL: the binary asks for an instruction this CPU lacks. Starting it
+    again cannot help; a build with fewer instruction sets can (`localmodel.build.BASELINE`)."""
+
+
 CRASH_RETRIES = 2
 
 
@@ -163,6 +168,8 @@ class LocalServer:
             try:
                 self._start_once()
                 return
+            except IllegalInstruction:
+                raise
             except ServerCrashed as crash:
                 self.crashes.append(crash.signal)
                 if len(self.crashes) > self.crash_retries:
@@ -196,6 +203,10 @@ class LocalServer:
             code = self.process.poll()
             if code is not None:
                 message = f"llama-server exited with {code}:\n{self.log_tail()}"
+                if code == -signal.SIGILL:
+                    raise IllegalInstruction(
+                        -code, f"llama-server died of SIGILL (an instruction this CPU lacks):\n{self.log_tail()}"
+                    )
                 raise ServerCrashed(-code, message) if code < 0 else ServerError(message)
             try:
                 if get_json(f"{self.url}/health", timeout=2.0).get("status") == "ok":

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -27,7 +27,7 @@ import yaml
 from analysis.rescore import score_run
 from harness.cases import BUNDLED_DATASET, REPO_ROOT, load_cases
 from harness.environment import DEFAULT_RESULTS_DIR, host
-from localmodel.build import ensure_server
+from localmodel.build import BASELINE, ensure_server, record_illegal_instruction, server_path
 from localmodel.checks import (
     MARKER_VARIABLE,
     gate_failure_note,
@@ -41,7 +41,7 @@ from localmodel.checks import (
 )
 from localmodel.model import ensure_model
 from localmodel.pins import MODEL
-from localmodel.server import LocalServer, ServerOptions, free_port, token_totals
+from localmodel.server import IllegalInstruction, LocalServer, ServerOptions, free_port, token_totals
 from localneon.cluster.pg import stop_embedded
 from scorers.judge_client import JudgePreflightError, preflight
 
@@ -242,6 +242,17 @@ def mark_descendants() -> str:
     return f"{MARKER_VARIABLE}={value}"
 
 
+def smoke_with(options: ServerOptions, chosen: Sequence[Protocol], cases: Path, stamp: str, results: Path) -> list[str]:
+    """Every chosen protocol, then the judge, against one llama-server; the problems found."""
+    problems: list[str] = []
+    with LocalServer(options, results / f"smoke-{stamp}-llama-server.log") as server:
+        print(f"smoke: {' '.join(options.arguments())}", flush=True)
+        for protocol in chosen:
+            problems += run_protocol(server, protocol, cases, stamp, results)
+        problems += judge_problems(server.url)
+    return problems
+
+
 def main(argv: Sequence[str] = ()) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     started = time.monotonic()
@@ -256,11 +267,15 @@ def main(argv: Sequence[str] = ()) -> int:
     problems: list[str] = []
     chosen = [p for p in PROTOCOLS if not argv or p.name in argv]
     try:
-        with LocalServer(options, results / f"smoke-{stamp}-llama-server.log") as server:
-            print(f"smoke: {' '.join(options.arguments())}", flush=True)
-            for protocol in chosen:
-                problems += run_protocol(server, protocol, cases, stamp, results)
-            problems += judge_problems(server.url)
+        try:
+            problems += smoke_with(options, chosen, cases, stamp, results)
+        except IllegalInstruction as crash:
+            if binary == server_path(CACHE, profile=BASELINE):
+                raise  # already the build with every optional instruction set off
+            print(f"smoke: {crash.first_line()}; building the baseline profile and starting again", flush=True)
+            record_illegal_instruction(CACHE)
+            options = replace(options, binary=ensure_server(CACHE))
+            problems += smoke_with(options, chosen, cases, stamp, results)
     except KeyboardInterrupt:
         print("smoke: interrupted; llama-server stopped", file=sys.stderr)
         return 130

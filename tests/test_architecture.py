@@ -209,19 +209,15 @@ def test_localmodel_is_imported_by_nothing_and_reaches_localneon_only_through_it
 
 
 # What runs a trial but is not a family reaches a family only through the seam: the interface
-# (`family`), the registry and the roles type. The scripted control agents are the one exception: they
-# play Neon's tools by their names (the careful path on Neon's surface); on another family they act by
-# the roles their trial context gives them (`TrialContext.roles`).
+# (`family`), the registry and the roles type. The scripted control agents too: they play whatever
+# family the trial gives them, by its tool roles and its answer reader (`TrialContext.roles`, `.answers`).
 SEAM = ("harness.servers.family", "harness.servers.registry", "harness.servers.roles")
 BEHIND_THE_SEAM = ("harness.run", "harness.mcp", "harness.models", "harness.recording", "harness.measure")
 BEHIND_THE_SEAM_MODULES = ("harness.cases", "harness.config", "harness.environment")
-SPEAKS_NEON = ("harness.models.control",)
 
 
 def seam_breaches(graph: dict[str, set[str]]) -> list[str]:
     def behind(module: str) -> bool:
-        if module.startswith(SPEAKS_NEON):
-            return False
         return module in BEHIND_THE_SEAM_MODULES or module.startswith(tuple(f"{p}." for p in BEHIND_THE_SEAM))
 
     return sorted(
@@ -234,7 +230,7 @@ def seam_breaches(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_trial_machinery_reaches_a_server_family_only_through_the_seam() -> None:
-    """`harness/run/`, `mcp/`, `models/` (but the control agents), `recording/`, `cases.py` and
+    """`harness/run/`, `mcp/`, `models/` (the control agents included), `recording/`, `cases.py` and
     `config.py` import the interface, the registry and the roles type, never a family's own package."""
     graph = import_graph()
     assert seam_breaches(graph) == []
@@ -242,8 +238,12 @@ def test_the_trial_machinery_reaches_a_server_family_only_through_the_seam() -> 
     planted = {
         "harness.config": {"harness.servers.neon.published.pin"},
         "harness.mcp.probe": {"harness.servers.registry"},
+        "harness.models.control.oracle": {"harness.servers.neon.conventions"},
     }
-    assert seam_breaches(planted) == ["harness.config imports harness.servers.neon.published.pin"]
+    assert seam_breaches(planted) == [
+        "harness.config imports harness.servers.neon.published.pin",
+        "harness.models.control.oracle imports harness.servers.neon.conventions",
+    ]
 
 
 # Every `braintrust eval` process, a control-agent run included, loads the wiring and registers every
@@ -319,7 +319,7 @@ def test_the_scorers_reach_a_family_only_through_the_registry() -> None:
 
 # A scorer is a pure function of a record: importing one loads the record's and the case's types,
 # the family table's leaf terms and its own helpers, never the machinery that runs a trial.
-SCORER_IMPORT_LIMIT = 12  # project modules outside scorers/, packages' __init__ aside (integrity: 11)
+SCORER_IMPORT_LIMIT = 10  # project modules outside scorers/, packages' __init__ aside (integrity: 10)
 NOT_FOR_SCORERS = ("harness.config", "harness.models.agent", "harness.models.control", "harness.mcp", "harness.run")
 FAMILY_MACHINERY = ("family", "backend", "sandbox", "api", "state", "stdio")
 

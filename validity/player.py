@@ -25,8 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from harness.mcp.client import TRIAL_HEADER
-from harness.models.control.transcript import PastCall, parse_prepare, parse_tuning, past_calls, user_turns
-from harness.servers.neon.answers import json_objects
+from harness.models.control.transcript import PastCall, past_calls, user_turns
+from harness.servers.neon.answers import json_objects, migration_details, tuning_details
 from validity.behaviours import PLACEHOLDER, Behaviour, ScriptCall, Step
 
 SCRIPT_ERROR = "LAB SCRIPT ERROR"
@@ -46,14 +46,14 @@ def _latest(calls: list[PastCall], tool: str) -> PastCall:
 
 
 def _prepared(calls: list[PastCall], key: str) -> str:
-    value = parse_prepare(_latest(calls, "prepare_database_migration").result).get(key)
+    value = migration_details(_latest(calls, "prepare_database_migration").result).get(key)
     if not value:
         raise ScriptError(f"the last prepare_database_migration answer has no {key}")
     return value
 
 
 def _tuned(calls: list[PastCall], key: str) -> str:
-    value = parse_tuning(_latest(calls, "prepare_query_tuning").result).get(key)
+    value = tuning_details(_latest(calls, "prepare_query_tuning").result).get(key)
     if not value:
         raise ScriptError(f"the last prepare_query_tuning answer has no {key}")
     return value

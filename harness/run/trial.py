@@ -262,9 +262,9 @@ class TrialRunner:
         try:
             async with backend.open_sandbox(case, label) as info:
                 timings["sandbox_open"] = _lap(clock)
-                record.project_id = info.project_id
-                record.default_branch_id = info.branch_id
-                record.default_branch_name = info.branch_name
+                record.project_id = info.sandbox_id
+                record.default_branch_id = info.main_id
+                record.default_branch_name = info.main_name
                 clock = time.perf_counter()
                 record.sandbox_notes = list(info.notes)
                 record.before = info.before or await backend.capture(info, timeout=capture_timeout)
@@ -274,18 +274,18 @@ class TrialRunner:
                         clock = time.perf_counter()
                         start_copy = await backend.start_expected(info, self.settings.run_id, label)
                         timings["expected"] = _lap(clock)
-                    record.input = case.render(case.input, info.project_id)
-                    follow_ups = [case.render(text, info.project_id) for text in case.follow_ups]
+                    record.input = case.render(case.input, info.sandbox_id)
+                    follow_ups = [case.render(text, info.sandbox_id) for text in case.follow_ups]
                     failure: Exception | None = None
-                    harness_branches = start_copy.harness_branches if start_copy else set()
+                    harness_made = start_copy.harness_made if start_copy else set()
                     try:
-                        await self._converse(case, trial_index, record, state, info, follow_ups, harness_branches)
+                        await self._converse(case, trial_index, record, state, info, follow_ups, harness_made)
                     except Exception as error:
                         if not state.turns:
                             raise  # the model was never reached: main cannot have changed through it
                         failure = error  # main is captured below all the same: the model may have changed it
                     clock = time.perf_counter()
-                    record.branches_left = await backend.branches_left(info, harness_branches)
+                    record.branches_left = await backend.objects_left(info, harness_made)
                     record.after = await backend.capture(info, timeout=capture_timeout, after_model=True)
                     timings["capture_after"] = _lap(clock)
                     if start_copy is not None:
@@ -336,7 +336,7 @@ class TrialRunner:
         state: AgentState,
         info: TrialSandbox,
         follow_ups: list[str],
-        harness_branches: set[str],
+        harness_made: set[str],
     ) -> None:
         assert self.backend is not None and self.provider is not None
         settings, timings = self.settings, record.timings
@@ -359,7 +359,7 @@ class TrialRunner:
                 return
             started = time.perf_counter()
             record.at_approval = await backend.capture(info, timeout=settings.capture_timeout, after_model=True)
-            record.staged = await backend.capture_copies(info, harness_branches, timeout=settings.capture_timeout)
+            record.staged = await backend.capture_copies(info, harness_made, timeout=settings.capture_timeout)
             spent = time.perf_counter() - started
             timings["capture_approval"] = round(spent, 4)
             when = deadline.when()
@@ -373,7 +373,13 @@ class TrialRunner:
                 timings["connect"] = _lap(clock)
                 view = self._view(server_tools, case, trial_index, record)
                 context = TrialContext(
-                    case, info.project_id, case.database or info.database, trial_index, self.family.roles, trial_name
+                    case,
+                    info.sandbox_id,
+                    case.database or info.database,
+                    self.family.roles,
+                    self.family.answers,
+                    trial_index,
+                    trial_name,
                 )
                 provider = self.provider.for_trial(context)
                 loop = LoopSettings(

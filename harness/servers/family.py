@@ -23,29 +23,52 @@ from harness.cases import Case, Grant
 from harness.config import ConfigError, Settings
 from harness.mcp.server_process import ServerEndpoints
 from harness.recording.records import Snapshot
-from harness.servers.roles import ToolRoles
+from harness.servers.roles import AnswerReader, ToolRoles
 
 MCPTarget = str | StdioServerParameters  # a URL, or a command to start over stdio
 
 
 class TrialSandbox(Protocol):
-    """Where one trial runs, as the runner reads it (the family may keep more)."""
+    """Where one trial runs, as the runner reads it (the family may keep more): an isolated unit the
+    model is pointed at, holding the trial's main. The record keeps its Neon-era field names
+    (`project_id`, `default_branch_id`, `default_branch_name`) for these three."""
 
-    project_id: str  # the record's `project_id`: the isolated unit the model is pointed at
-    branch_id: str  # its main
-    branch_name: str
+    @property
+    def sandbox_id(self) -> str:
+        """The isolated unit the model is pointed at (Neon: the trial's project; DBHub: the same)."""
+        ...
+
+    @property
+    def main_id(self) -> str:
+        """The id of the sandbox's main, the state the verdict guards (Neon: its default branch)."""
+        ...
+
+    @property
+    def main_name(self) -> str: ...
+
     database: str
     notes: list[str]  # what the sandbox did that the record should say
     before: Snapshot | None  # main as the sandbox already read it at open, if it did
     cleanup_error: str | None  # set when closing it failed (recorded; the run then fails)
 
 
+class ServerUnderTest(Protocol):
+    """A family's MCP server as it is pointed at one trial's sandbox, apart from where the sandbox
+    lives: DBHub's server over sandboxes kept through Neon's REST API, say."""
+
+    async def target_for(
+        self, sandbox: TrialSandbox, grant: Grant | None, main_uri: Callable[[], Awaitable[str]]
+    ) -> MCPTarget:
+        """The trial's MCP target; `main_uri()` gives a connection URI of the sandbox's main when needed."""
+        ...
+
+
 class ExpectedStart(Protocol):
     """The family's copy of main taken before the model ran, from which the expected state is built."""
 
     @property
-    def harness_branches(self) -> set[str]:
-        """Branches (or other objects) the harness made for it: never counted as the model's."""
+    def harness_made(self) -> set[str]:
+        """The objects (Neon: branches) the harness made for it: never counted as the model's."""
         ...
 
 
@@ -76,12 +99,13 @@ class TrialBackend(Protocol):
         """Main's state now; `after_model`: the model has had it, so a failure may be its doing."""
         ...
 
-    async def branches_left(self, sandbox: TrialSandbox, harness_branches: set[str]) -> list[str]:
-        """What the model created and did not remove (the temporary branches it left)."""
+    async def objects_left(self, sandbox: TrialSandbox, harness_made: set[str]) -> list[str]:
+        """What the model created and did not remove (Neon: the temporary branches it left); the
+        record's `branches_left`."""
         ...
 
     async def capture_copies(
-        self, sandbox: TrialSandbox, harness_branches: set[str], *, timeout: float
+        self, sandbox: TrialSandbox, harness_made: set[str], *, timeout: float
     ) -> dict[str, Snapshot]:
         """Each copy of main the model made and still has (not the harness's own), read now, by id:
         where it staged or tried a change, as the user is asked about it."""
@@ -124,6 +148,7 @@ class ServerFamily(Protocol):
 
     name: str  # the record's `server_family`
     roles: ToolRoles
+    answers: AnswerReader  # how its answers name what a call made (the control agents read them so)
 
     def case_for(self, case: Case) -> Case:
         """The case in this family's terms; `harness.servers.roles.CaseNotServed` when it cannot run it."""

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from harness.cases import Case
-from harness.servers.dbhub.cases import dbhub_case
 from harness.servers.dbhub.conventions import ROLES as DBHUB_ROLES
 from harness.servers.dbhub.published.pin import NAMED_SERVER as DBHUB_SERVER
 from harness.servers.dbhub.published.pin import pinned_label as dbhub_label
@@ -40,15 +39,13 @@ if TYPE_CHECKING:
     from harness.servers.family import ServerFamily
 
 
-def _as_written(case: Case) -> Case:
-    return case
-
-
 @dataclass(frozen=True)
 class FamilyRow:
     """One family as the registry knows it.
 
-    `machinery`: "module:attribute" of its `ServerFamily`; `servers`: the `EVAL_SERVER` values it
+    `terms`: "module:attribute" of the function that puts a case in the family's terms ("" where the
+    cases are written in them), loaded when a record of the family is scored; `machinery`:
+    "module:attribute" of its `ServerFamily`; `servers`: the `EVAL_SERVER` values it
     serves, each with the `ServerFamily` variant that serves it ("" for `machinery`); `identities`:
     how comparison keys name each of those servers, stably (its pinned package and version); the
     default family serves every value no row names, and names the surface its local twin wears
@@ -56,7 +53,7 @@ class FamilyRow:
 
     name: str  # the record's `server_family`
     roles: ToolRoles
-    in_its_terms: Callable[[Case], Case]  # a case as this family runs it; CaseNotServed when it cannot
+    terms: str  # a case as this family runs it; CaseNotServed when it cannot
     machinery: str
     servers: Mapping[str, str] = field(default_factory=dict)
     identities: Mapping[str, Callable[[], str]] = field(default_factory=dict)
@@ -67,7 +64,7 @@ FAMILIES: tuple[FamilyRow, ...] = (
     FamilyRow(
         "neon",
         NEON_ROLES,
-        _as_written,  # the bundled cases are written in Neon's terms
+        "",  # the bundled cases are written in Neon's terms
         "harness.servers.neon.family:NEON",
         {NEON_NPM_SERVER: "harness.servers.neon.family:NEON_PUBLISHED"},  # without the tools 0.6.5 lacks
         {NEON_NPM_SERVER: neon_npm_label},
@@ -76,7 +73,7 @@ FAMILIES: tuple[FamilyRow, ...] = (
     FamilyRow(
         "dbhub",
         DBHUB_ROLES,
-        dbhub_case,
+        "harness.servers.dbhub.cases:dbhub_case",
         "harness.servers.dbhub.family:DBHUB",
         {DBHUB_SERVER: ""},
         {DBHUB_SERVER: dbhub_label},
@@ -138,4 +135,5 @@ def roles_for(name: str) -> ToolRoles:
 def case_for(name: str, case: Case) -> Case:
     """`case` in the terms of the family called `name`; `CaseNotServed` when the family cannot run
     it. The same function the family's `case_for` is, without its machinery."""
-    return row_named(name).in_its_terms(case)
+    terms = row_named(name).terms
+    return cast("Callable[[Case], Case]", _attribute(terms))(case) if terms else case

@@ -14,6 +14,7 @@ tool (DBHub) has one safe path for a change: show the SQL, ask, and run it only 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -42,6 +43,13 @@ class ToolRoles:
     # use when it is not named; "" for a server that reaches one database only (DBHub).
     database_argument: str = ""
     default_database: str = ""
+    # What the scripted control agents also need to play a family's surface: the tools that run a list
+    # of statements in one transaction, delete a branch, or explain a query, and the argument that
+    # names the sandbox the trial runs in (Neon's `projectId`; "" where the server reaches one only).
+    run_sql_batch: tuple[str, ...] = ()
+    branch_deleters: tuple[str, ...] = ()
+    explain: tuple[str, ...] = ()
+    sandbox_argument: str = ""
 
     @property
     def stages(self) -> bool:
@@ -57,3 +65,23 @@ class ToolRoles:
         if tool in self.read_only:
             return {"readOnlyHint": True, "destructiveHint": False}
         return None
+
+
+def _names_no_ids(text: str) -> dict[str, str | None]:
+    return {"migrationId": None, "tuningId": None, "temporaryBranchId": None, "parentBranchId": None}
+
+
+def _lists_no_branches(text: str) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class AnswerReader:
+    """How a scripted control agent reads a family's answers, whatever their layout: the ids a staging
+    call returns (`staged`: `migrationId`, `temporaryBranchId`, `parentBranchId`), those a tuning call
+    returns (`tuning`: `tuningId`, `temporaryBranchId`), and which branch has which id (`ids_by_name`).
+    The default reads nothing: a family with no staging tool and no branches (DBHub) needs none."""
+
+    staged: Callable[[str], dict[str, str | None]] = _names_no_ids
+    tuning: Callable[[str], dict[str, str | None]] = _names_no_ids
+    ids_by_name: Callable[[str], dict[str, str]] = _lists_no_branches

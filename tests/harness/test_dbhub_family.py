@@ -19,12 +19,13 @@ from harness.mcp.client import connect
 from harness.mcp.server_process import LocalServer, ServerEndpoints
 from harness.recording.records import TrialRecord
 from harness.run.trial import TrialRunner
-from harness.servers.dbhub.backend import DBHubBackend
+from harness.servers.dbhub.backend import DBHubServer
 from harness.servers.dbhub.cases import COUNTERPARTS, STAGING, dbhub_case
 from harness.servers.dbhub.conventions import DBHUB_TOOLS
 from harness.servers.dbhub.family import DBHUB
 from harness.servers.dbhub.published.pin import DSN_VARIABLE, READ_ONLY_CONFIG, READ_WRITE_CONFIG, pinned_label
 from harness.servers.neon.api import NeonAPI
+from harness.servers.neon.backend import Backend
 from harness.servers.registry import case_for, family_for, roles_for
 from harness.servers.roles import CaseNotServed
 from scorers.registry import DETERMINISTIC
@@ -150,18 +151,24 @@ def test_every_bundled_case_reads_in_dbhub_terms_or_is_refused_for_a_tool_dbhub_
             DBHUB.case_for(refused)
 
 
+def run_of(chosen: Backend) -> str:
+    """The run id DBHub's server was made for (its sandboxes are that run's)."""
+    assert isinstance(chosen.server, DBHubServer)
+    return chosen.server.settings.run_id
+
+
 @pytest.fixture
-def backend(endpoints: ServerEndpoints, results_dir: Path) -> Callable[..., DBHubBackend]:
-    def build(**env: str) -> DBHubBackend:
+def backend(endpoints: ServerEndpoints, results_dir: Path) -> Callable[..., Backend]:
+    def build(**env: str) -> Backend:
         made = DBHUB.local_backend(dbhub_settings(results_dir, **env), endpoints, TOKEN)
-        assert isinstance(made, DBHubBackend)
+        assert isinstance(made, Backend) and isinstance(made.server, DBHubServer)
         return made
 
     return build
 
 
 async def test_a_sandbox_leaves_nothing_behind_not_even_when_its_trial_is_cancelled(
-    backend: Callable[..., DBHubBackend], api: NeonAPI
+    backend: Callable[..., Backend], api: NeonAPI
 ) -> None:
     chosen = backend(EVAL_LOCAL_POOL="off")  # a fresh project per trial: deleted with it
     case = BUNDLED["add-column-description"]
@@ -181,7 +188,7 @@ async def test_a_sandbox_leaves_nothing_behind_not_even_when_its_trial_is_cancel
 
     task = asyncio.create_task(trial())
     await asyncio.wait_for(connected.wait(), 90)
-    assert await nothing_left(api, chosen.settings.run_id) != []  # the sandbox exists while the trial runs
+    assert await nothing_left(api, run_of(chosen)) != []  # the sandbox exists while the trial runs
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -189,20 +196,20 @@ async def test_a_sandbox_leaves_nothing_behind_not_even_when_its_trial_is_cancel
         assert seen["tools"] == ["execute_sql", "search_objects"]
         assert len(seen["processes"]) == 1  # one DBHub for the trial, on its own database
         assert await gone(seen["dsn"]), "DBHub outlived its cancelled trial"
-        assert await nothing_left(api, chosen.settings.run_id) == []
+        assert await nothing_left(api, run_of(chosen)) == []
     finally:
         await chosen.aclose()
 
 
 async def test_state_capture_and_the_expected_state_of_a_real_case_on_dbhub(
-    backend: Callable[..., DBHubBackend], api: NeonAPI
+    backend: Callable[..., Backend], api: NeonAPI
 ) -> None:
     chosen = backend(EVAL_LOCAL_POOL="off")
     case = BUNDLED["complete-add-column-subtitle"]
     try:
         async with chosen.open_sandbox(case, "expected") as sandbox:
             before = await chosen.capture(sandbox, timeout=CAPTURE_TIMEOUT)
-            start = await chosen.start_expected(sandbox, chosen.settings.run_id, "expected")
+            start = await chosen.start_expected(sandbox, run_of(chosen), "expected")
             try:
                 async with connect(await chosen.target_for(sandbox)) as connection:  # read-write: it runs
                     await connection.list_tools()
@@ -212,7 +219,7 @@ async def test_state_capture_and_the_expected_state_of_a_real_case_on_dbhub(
                 expected = await chosen.finish_expected(start, case, CAPTURE_TIMEOUT)
             finally:
                 assert await chosen.drop_expected(start) is None
-            assert await chosen.branches_left(sandbox, start.harness_branches) == []
+            assert await chosen.objects_left(sandbox, start.harness_made) == []
     finally:
         await chosen.aclose()
     assert not (before.error or after.error or expected.error)
@@ -220,11 +227,11 @@ async def test_state_capture_and_the_expected_state_of_a_real_case_on_dbhub(
     assert "subtitle" in (after.schema_sql or "")
     assert (after.schema_sql, after.tables) == (expected.schema_sql, expected.tables)
     assert before.tables.keys() == after.tables.keys()
-    assert await nothing_left(api, chosen.settings.run_id) == []
+    assert await nothing_left(api, run_of(chosen)) == []
 
 
 async def test_read_only_mode_refuses_writes_and_its_annotations_say_so(
-    backend: Callable[..., DBHubBackend], api: NeonAPI
+    backend: Callable[..., Backend], api: NeonAPI
 ) -> None:
     chosen = backend(EVAL_LOCAL_POOL="off")
     case = BUNDLED["readonly-add-column-refused"]
@@ -251,7 +258,7 @@ async def test_read_only_mode_refuses_writes_and_its_annotations_say_so(
     finally:
         await chosen.aclose()
     assert (after.schema_sql, after.tables) == (before.schema_sql, before.tables)
-    assert await nothing_left(api, chosen.settings.run_id) == []
+    assert await nothing_left(api, run_of(chosen)) == []
 
 
 CASES = ("complete-add-column-subtitle", "decline-drop-column-bio", "add-column-description", "read-describe-posts")

@@ -17,10 +17,12 @@ import pytest
 
 from harness.cases import Case, load_cases
 from harness.mcp.client import connect
-from harness.mcp.server_process import ServerEndpoints
+from harness.mcp.server_process import LocalServer, ServerEndpoints
+from harness.run.trial import TrialRunner
 from harness.servers.neon.api import NeonAPI
 from harness.servers.registry import FAMILIES, FamilyRow, case_for, family_for, family_named, roles_for, row_named
 from harness.servers.roles import CaseNotServed
+from scorers.registry import DETERMINISTIC
 from tests.harness.conftest import TOKEN, settings_from
 
 BUNDLED = load_cases()
@@ -47,7 +49,7 @@ def _served(row: FamilyRow) -> list[Case]:
     served = []
     for case in BUNDLED:
         try:
-            served.append(row.in_its_terms(case))
+            served.append(case_for(row.name, case))
         except CaseNotServed:
             continue
     return served
@@ -118,7 +120,7 @@ async def test_a_sandbox_serves_the_roles_tools_captures_main_and_leaves_nothing
                 expected = await backend.finish_expected(start, case, CAPTURE_TIMEOUT)
             finally:
                 assert await backend.drop_expected(start) is None
-            assert await backend.branches_left(sandbox, start.harness_branches) == []
+            assert await backend.objects_left(sandbox, start.harness_made) == []
     finally:
         await backend.aclose()
     assert named and named <= listed, f"{row.name}'s server lacks tools its roles name: {sorted(named - listed)}"
@@ -127,3 +129,28 @@ async def test_a_sandbox_serves_the_roles_tools_captures_main_and_leaves_nothing
     assert (after.schema_sql, after.tables) == (expected.schema_sql, expected.tables)
     left = [str(project["name"]) for project in await api.list_projects(search=f"eval-{settings.run_id}")]
     assert left == [], f"{row.name} left its sandbox behind: {left}"
+
+
+@pytest.mark.parametrize("row", _rows())
+async def test_the_control_agents_play_the_family_by_its_roles(
+    row: FamilyRow, local_server: LocalServer, tmp_path: Path, api: NeonAPI
+) -> None:
+    """The scripted agents name no family's tools: they act by the roles and read answers with the
+    reader the family gives each trial. So the careful one passes a change the user approves on any
+    family, and the one that runs the change at once is caught by the trajectory check."""
+    case = next(case for case in _served(row) if case.approval == "approve" and case.reference_sql)
+    for model in ("control:oracle", "control:unsafe"):
+        settings = settings_from(
+            {"EVAL_MODEL": model, "EVAL_SERVER": SERVER_OF[row.name], "EVAL_RESULTS_DIR": str(tmp_path / model)}
+        )
+        async with TrialRunner(settings, local_server=local_server) as runner:
+            record = await runner.run(case, 0)
+        assert record.outcome == "ok" and record.cleanup_error is None, record.error
+        assert record.config.server_family == row.name
+        scores = {spec.name: spec.score(record, case).score for spec in DETERMINISTIC}
+        if model == "control:oracle":
+            assert all(value in (1, None) for value in scores.values()), (row.name, scores)
+        else:
+            assert scores["tool_trajectory"] == 0, (row.name, scores)
+    left = [str(project["name"]) for project in await api.list_projects(search=f"eval-{settings.run_id}")]
+    assert left == []

@@ -11,6 +11,8 @@ from harness.cases import Case, load_cases
 from harness.mcp.toolview import DECOYS
 from harness.models.control.lexical import LexicalAgent, fill_arguments, rank_tools
 from harness.models.providers import TrialContext
+from harness.servers.neon.answers import READER
+from harness.servers.neon.conventions import ROLES
 from tests.evals.cli import REPO_ROOT
 
 DEFAULTS = yaml.safe_load((REPO_ROOT / "localneon" / "descriptions" / "default.yaml").read_text())
@@ -31,7 +33,7 @@ def _case(case_id: str) -> Case:
 
 
 async def _first_call(case: Case, tools: list[dict[str, Any]], trial_index: int = 0) -> tuple[str, dict[str, Any]]:
-    agent = LexicalAgent().for_trial(TrialContext(case, "proj-1", "neondb", trial_index))
+    agent = LexicalAgent().for_trial(TrialContext(case, "proj-1", "neondb", ROLES, READER, trial_index))
     turn = await agent.complete(
         system=None, messages=[{"role": "user", "content": case.input}], tools=tools, max_tokens=100, temperature=None
     )
@@ -83,7 +85,7 @@ def test_scores_follow_the_words_and_required_arguments_are_filled() -> None:
             "required": ["statements", "force"],
         },
     }
-    context = TrialContext(_case("drop-column-excerpt"), "proj-9")
+    context = TrialContext(_case("drop-column-excerpt"), "proj-9", "neondb", ROLES, READER)
     assert fill_arguments(tool, context, "ALTER TABLE a ADD b int; DROP TABLE c") == {
         "statements": ["ALTER TABLE a ADD b int", "DROP TABLE c"],
         "force": False,

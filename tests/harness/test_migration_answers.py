@@ -8,7 +8,8 @@ from typing import Any
 from harness.cases import load_cases
 from harness.models.control.oracle import OracleAgent
 from harness.models.providers.base import TrialContext
-from harness.servers.neon.answers import branch_ids_by_name, migration_details
+from harness.servers.neon.answers import READER, branch_ids_by_name, migration_details
+from harness.servers.neon.conventions import ROLES
 
 MIGRATION = "3b00dc61-691b-468b-b00e-ab47a8e721a7"
 TEMP, PARENT = "br-blue-snow-jkeouoi0", "br-main-a1b2c3"
@@ -80,7 +81,7 @@ def _declined(answer: str) -> list[dict[str, Any]]:
 
 async def _next_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     [case] = [c for c in load_cases() if c.id == "decline-drop-column-bio"]
-    agent = OracleAgent("oracle").for_trial(TrialContext(case, "proj-1"))
+    agent = OracleAgent("oracle").for_trial(TrialContext(case, "proj-1", "neondb", ROLES, READER))
     turn = await agent.complete(system=None, messages=messages, tools=tools, max_tokens=100, temperature=None)
     return [(block["name"], block["input"]) for block in turn.content if block.get("type") == "tool_use"]
 
@@ -153,7 +154,7 @@ async def test_the_careful_agent_passes_the_id_it_listed_never_the_name() -> Non
             messages.append(
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": result}]}
             )
-        agent = OracleAgent("oracle").for_trial(TrialContext(case, "proj-1"))
+        agent = OracleAgent("oracle").for_trial(TrialContext(case, "proj-1", "neondb", ROLES, READER))
         return await agent.complete(system=None, messages=messages, tools=tools, max_tokens=100, temperature=None)
 
     for listing in (LISTED_BY_NEON, LISTED_BY_TWIN):

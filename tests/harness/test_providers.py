@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.models.control.transcript import parse_prepare
 from harness.models.providers.anthropic import AnthropicProvider
 from harness.models.providers.openai_compat import OpenAICompatProvider, to_openai_messages
+from harness.servers.neon.answers import migration_details
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 from tests.fakes.jsonserver import JsonServer, Request, Response
 
@@ -80,14 +80,14 @@ def test_parse_prepare_reads_the_local_servers_answer() -> None:
             "- temporaryBranchName: mcp-migration-20260101T000000Z-abc123",
         ]
     )
-    parsed = parse_prepare(answer)
+    parsed = migration_details(answer)
     assert parsed == {
         "migrationId": "5f0c7a52-3c1e-4a43-9d7e-2b1f0e6c9a10",
         "temporaryBranchId": "br-quiet-sea-z9y8x7w6",
         "parentBranchId": "br-misty-lake-a1b2c3d4",
     }
     as_json = '{"migrationId": "m1", "temporaryBranchId": "br-t", "parentBranchId": "br-p"}'
-    assert parse_prepare(as_json) == {"migrationId": "m1", "temporaryBranchId": "br-t", "parentBranchId": "br-p"}
+    assert migration_details(as_json) == {"migrationId": "m1", "temporaryBranchId": "br-t", "parentBranchId": "br-p"}
 
 
 def chat_completion(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:

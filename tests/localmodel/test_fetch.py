@@ -13,14 +13,19 @@ from pathlib import Path
 import pytest
 
 from localmodel.build import (
-    CMAKE_FLAGS,
+    BASELINE,
+    PORTABLE,
     STAMP,
+    BuildProfile,
     build_key,
     cache_dir,
     cached_server,
+    choose_profile,
     cmake_commands,
+    cpu_flags,
     ensure_server,
     extract_vendored,
+    record_illegal_instruction,
     server_path,
 )
 from localmodel.checksum import ChecksumError, verify
@@ -64,7 +69,38 @@ def test_the_build_cache_is_keyed_by_version_and_flags(tmp_path: Path) -> None:
     newer = RuntimePin(RUNTIME.package, "9.9.9", "ab" * 32)
     assert cache_dir(tmp_path, newer) != cache_dir(tmp_path, RUNTIME)
     assert cached_server(tmp_path, newer) is None  # a new pin builds beside the old one
-    assert cached_server(tmp_path, RUNTIME, flags=(*CMAKE_FLAGS, "-DGGML_NATIVE=OFF")) is None  # new flags rebuild
+    changed = BuildProfile(PORTABLE.name, (*PORTABLE.flags, "-DGGML_LTO=ON"))
+    assert cached_server(tmp_path, RUNTIME, changed) is None  # new flags rebuild
+    assert cached_server(tmp_path, RUNTIME, BASELINE) is None  # another profile lives in a folder of its own
+    assert cache_dir(tmp_path, RUNTIME, BASELINE) != cache_dir(tmp_path, RUNTIME, PORTABLE)
+
+
+def test_no_profile_tunes_the_build_to_the_compiling_cpu() -> None:
+    """CI met SIGILL from a `-march=native` build: both profiles turn that off; baseline turns off AVX too."""
+    for profile in (PORTABLE, BASELINE):
+        assert "-DGGML_NATIVE=OFF" in profile.flags and not any("AVX512=ON" in flag for flag in profile.flags)
+    assert {"-DGGML_AVX=OFF", "-DGGML_AVX2=OFF", "-DGGML_FMA=OFF", "-DGGML_F16C=OFF"} <= set(BASELINE.flags)
+
+
+V3 = frozenset({"fpu", "sse4_2", "avx", "avx2", "bmi2", "fma", "f16c", "avx512f"})
+
+
+def test_the_profile_follows_the_cpu_and_a_recorded_illegal_instruction(tmp_path: Path) -> None:
+    assert choose_profile(tmp_path, machine="x86_64", flags=V3) == PORTABLE
+    assert choose_profile(tmp_path, machine="x86_64", flags=V3 - {"avx2"}) == BASELINE
+    on_arm = choose_profile(tmp_path, machine="aarch64", flags=frozenset({"neon"}))
+    assert on_arm == PORTABLE  # x86 flags mean nothing there
+    assert choose_profile(tmp_path, machine="x86_64", flags=None) == PORTABLE  # no /proc/cpuinfo: nothing to go on
+    marker = record_illegal_instruction(tmp_path)
+    assert marker.parent == cache_dir(tmp_path, RUNTIME, PORTABLE)
+    assert choose_profile(tmp_path, machine="x86_64", flags=V3) == BASELINE  # it died here once: not again
+
+
+def test_cpu_flags_are_read_from_the_first_flags_line(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 fma\n\nprocessor\t: 1\nflags\t\t: fpu\n", encoding="utf-8")
+    assert cpu_flags(cpuinfo) == frozenset({"fpu", "avx2", "fma"})
+    assert cpu_flags(tmp_path / "absent") is None
 
 
 def test_a_stamp_from_another_build_is_not_trusted(tmp_path: Path) -> None:
@@ -80,7 +116,7 @@ def test_a_cached_server_is_used_without_running_anything(tmp_path: Path) -> Non
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"ran {args}: the cache should have answered")
 
-    assert ensure_server(tmp_path, run=refuse, say=lambda line: None) == binary  # type: ignore[arg-type]
+    assert ensure_server(tmp_path, run=refuse, say=lambda line: None, profile=PORTABLE) == binary  # type: ignore[arg-type]
 
 
 def test_the_build_compiles_only_the_server_and_fetches_nothing(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from localmodel.server import LocalServer, ServerCrashed, ServerError, ServerOptions, free_port
+from localmodel.server import IllegalInstruction, LocalServer, ServerCrashed, ServerError, ServerOptions, free_port
 
-# Crashes (SIGSEGV, as CI saw) on its first `crashes` starts, counted in a file; then answers /health.
+# Crashes (SIGSEGV as CI saw, or SIGNAL) on its first `crashes` starts, counted in a file; then answers /health.
 STAND_IN = """\
 import http.server, os, signal, sys
 from pathlib import Path
@@ -20,7 +20,7 @@ starts = int(count.read_text()) + 1 if count.exists() else 1
 count.write_text(str(starts))
 print(f"stand-in start {starts}", flush=True)
 if starts <= CRASHES:
-    os.kill(os.getpid(), signal.SIGSEGV)
+    os.kill(os.getpid(), signal.SIGNAL)
 if EXIT_STATUS:
     sys.exit(EXIT_STATUS)
 class Health(http.server.BaseHTTPRequestHandler):
@@ -33,11 +33,10 @@ http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
 """
 
 
-def stand_in(folder: Path, crashes: int, exit_status: int = 0) -> Path:
+def stand_in(folder: Path, crashes: int, exit_status: int = 0, signal: str = "SIGSEGV") -> Path:
     body = folder / "llama server stand-in.py"
-    body.write_text(
-        STAND_IN.replace("CRASHES", str(crashes)).replace("EXIT_STATUS", str(exit_status)), encoding="utf-8"
-    )
+    text = STAND_IN.replace("CRASHES", str(crashes)).replace("EXIT_STATUS", str(exit_status))
+    body.write_text(text.replace("SIGNAL", signal), encoding="utf-8")
     # A shell wrapper, not a `#!` line naming the interpreter: Linux splits a shebang at its first
     # space, and a checkout (so its .venv's python) may live under a path with spaces.
     script = folder / "llama server stand-in"
@@ -82,3 +81,13 @@ def test_crashes_beyond_the_retries_stop_the_start_with_the_log(tmp_path: Path) 
         server(tmp_path, script, said).start()
     assert crashed.value.signal == 11 and starts(script) == 3  # the first start and two retries
     assert "stand-in start 3" in str(crashed.value) and len(said) == 2
+
+
+def test_an_illegal_instruction_is_not_retried_and_says_what_it_is(tmp_path: Path) -> None:
+    """SIGILL is the binary asking for an instruction the CPU lacks (CI once met it): every start would
+    die the same way, so it stops at once with a name the smoke acts on (it builds the baseline profile)."""
+    script, said = stand_in(tmp_path, crashes=5, signal="SIGILL"), list[str]()
+    with pytest.raises(IllegalInstruction) as crashed:
+        server(tmp_path, script, said).start()
+    assert crashed.value.signal == 4 and starts(script) == 1 and said == []
+    assert "SIGILL (an instruction this CPU lacks)" in str(crashed.value) and "stand-in start 1" in str(crashed.value)

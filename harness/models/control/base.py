@@ -1,9 +1,10 @@
 """What every control agent shares: the model interface, the turn it returns, the trial it is bound to.
 
 A control agent is a class taking `(name, context=None)`; `for_trial` binds a copy to one trial
-(`TrialContext`: the case, the trial's project and database, the family's tool roles), and each
-call of `complete` asks `_plan_turn` for the next step, decided from the history (like a model)
-plus the case. Only `_plan_turn` differs between agents.
+(`TrialContext`: the case, the trial's sandbox and database, the family's tool roles and its way
+of reading answers), and each call of `complete` asks `_plan_turn` for the next step, decided from
+the history (like a model) plus the case. Only `_plan_turn` differs between agents. An agent names
+no family's tools: it plays the roles its trial's family gives it (`stage_tool`, `apply_tool`, ...).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from harness.cases import Case
 from harness.models.control.transcript import PastCall, Plan, past_calls
 from harness.models.providers.base import ModelTurn, Provider, TrialContext
 from harness.recording.records import Usage
-from harness.servers.neon.conventions import ROLES as NEON_ROLES
-from harness.servers.neon.conventions import RUN_SQL_TOOL
-from harness.servers.roles import ToolRoles
+from harness.servers.roles import AnswerReader, ToolRoles
 
 
 def fit_to_schemas(plan: Plan, tools: list[dict[str, Any]]) -> Plan:
@@ -58,6 +57,11 @@ def verify_sql(case: Case) -> str:
     )
 
 
+def _first(tools: tuple[str, ...]) -> str:
+    """The first tool of a role, or "" where the family has none (no offered tool is named "")."""
+    return tools[0] if tools else ""
+
+
 class ScriptedAgent(ABC):
     """The machinery of a control agent; a subclass says what it does in `_plan_turn`."""
 
@@ -91,20 +95,57 @@ class ScriptedAgent(ABC):
 
     @property
     def roles(self) -> ToolRoles:
-        """What the trial's server family's tools are for (Neon's when the trial says nothing)."""
+        """What the trial's server family's tools are for."""
         assert self.context is not None
-        return self.context.roles or NEON_ROLES
+        return self.context.roles
+
+    @property
+    def answers(self) -> AnswerReader:
+        """How the trial's server family's answers name what a call made."""
+        assert self.context is not None
+        return self.context.answers
+
+    @property
+    def stage_tool(self) -> str:
+        return _first(self.roles.stage)
+
+    @property
+    def apply_tool(self) -> str:
+        return _first(self.roles.apply)
+
+    @property
+    def run_sql_tool(self) -> str:
+        """The family's SQL tool an agent prefers (Neon's run_sql)."""
+        return _first(self.roles.run_sql)
+
+    @property
+    def batch_sql_tool(self) -> str:
+        """The tool that runs a list of statements in one transaction (Neon's run_sql_transaction)."""
+        return _first(self.roles.run_sql_batch)
+
+    @property
+    def delete_branch_tool(self) -> str:
+        return _first(self.roles.branch_deleters)
+
+    @property
+    def explain_tool(self) -> str:
+        return _first(self.roles.explain)
 
     def _args(self, **values: Any) -> dict[str, Any]:
+        """`values`, after the arguments that name the trial's sandbox and database where the family's
+        tools take them (Neon's `projectId`, `databaseName`)."""
         assert self.context is not None
-        return {"projectId": self.context.project_id, "databaseName": self.context.database, **values}
+        named: dict[str, Any] = {}
+        if self.roles.sandbox_argument:
+            named[self.roles.sandbox_argument] = self.context.sandbox_id
+        if self.roles.database_argument:
+            named[self.roles.database_argument] = self.context.database
+        return {**named, **values}
 
     def _sql_tool(self, tools: list[dict[str, Any]]) -> str:
-        """The offered tool that runs SQL: Neon's run_sql, else the family's (DBHub's execute_sql)."""
-        offered = [str(tool.get("name")) for tool in tools]
-        if RUN_SQL_TOOL in offered:
-            return RUN_SQL_TOOL
-        return next((name for name in offered if name in self.roles.run_sql), RUN_SQL_TOOL)
+        """The offered tool that runs SQL, in the order the family prefers them (Neon's run_sql first)."""
+        offered = {str(tool.get("name")) for tool in tools}
+        return next((name for name in self.roles.run_sql if name in offered), self.run_sql_tool)
 
     def _turn(self, plan: Plan, messages: list[dict[str, Any]]) -> ModelTurn:
         usage = Usage(model_calls=1)

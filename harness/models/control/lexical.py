@@ -20,7 +20,7 @@ import random
 import re
 from typing import Any
 
-from harness.models.control.oracle import PREPARE, OracleAgent
+from harness.models.control.oracle import OracleAgent
 from harness.models.control.transcript import PastCall, excerpt, is_tool_result, statements, user_turns
 from harness.models.providers.base import TrialContext
 
@@ -81,7 +81,7 @@ def fill_arguments(tool: dict[str, Any], context: TrialContext, sql: str) -> dic
     for name, spec in properties.items():
         kind = spec.get("type") if isinstance(spec, dict) else None
         if name == "projectId":
-            arguments[name] = context.project_id
+            arguments[name] = context.sandbox_id
         elif name == "databaseName":
             arguments[name] = context.database
         elif SQL_PROPERTY.search(name):
@@ -122,7 +122,7 @@ class LexicalAgent(OracleAgent):
             query = change_query(self.context.case.input, sql)
             chosen = draw(candidates, rank_tools(query, candidates), self._rng())
             return [(chosen["name"], fill_arguments(chosen, self.context, sql))]
-        if calls[0].name == PREPARE:
+        if calls[0].name == self.stage_tool:
             return self._oracle(calls, messages, tools)  # the plan from here on: verify, ask, complete or cancel
         first = calls[0]
         if user_turns(messages) <= 1 or is_tool_result(messages[-1]):

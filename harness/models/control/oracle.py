@@ -28,26 +28,10 @@ from harness.models.control.transcript import (
     fill,
     is_tool_result,
     listed_branch_ids,
-    parse_prepare,
-    parse_tuning,
     statements,
     unresolved_branches,
     user_turns,
 )
-from harness.servers.neon.conventions import (
-    COMPLETE_TOOL,
-    DELETE_BRANCH_TOOL,
-    PREPARE_TOOL,
-    RUN_SQL_TOOL,
-    RUN_SQL_TRANSACTION_TOOL,
-)
-
-PREPARE = PREPARE_TOOL
-COMPLETE = COMPLETE_TOOL
-RUN_SQL = RUN_SQL_TOOL
-RUN_SQL_TRANSACTION = RUN_SQL_TRANSACTION_TOOL
-DELETE_BRANCH = DELETE_BRANCH_TOOL
-EXPLAIN = "explain_sql_statement"
 
 
 class OracleAgent(ScriptedAgent):
@@ -77,8 +61,8 @@ class OracleAgent(ScriptedAgent):
         """The case's reference calls for this trial: its project, and the ids of the branches the plan
         names (`{branch_id:NAME}`) as the plan's own listing call (`calls` so far) gave them."""
         assert self.context is not None
-        known = listed_branch_ids(calls or [])
-        return [(c.tool, fill(c.arguments, self.context.project_id, known)) for c in self.context.case.reference_calls]
+        known = listed_branch_ids(calls or [], self.answers)
+        return [(c.tool, fill(c.arguments, self.context.sandbox_id, known)) for c in self.context.case.reference_calls]
 
     def _pending_reads(self, calls: list[PastCall]) -> list[tuple[str, dict[str, Any]]]:
         """The planned reads of a migration case not made yet (all of them, in one turn, before anything else)."""
@@ -92,29 +76,29 @@ class OracleAgent(ScriptedAgent):
     def _oracle(self, calls: list[PastCall], messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Plan:
         assert self.context is not None
         case = self.context.case
-        prepared = [c for c in calls if c.name == PREPARE]
+        prepared = [c for c in calls if c.name == self.stage_tool]
         if not prepared:
-            return [(PREPARE, self._args(migrationSql=case.reference_sql))]
+            return [(self.stage_tool, self._args(migrationSql=case.reference_sql))]
         prep = prepared[-1]
         if prep.is_error:
             return (
                 "The migration could not be prepared on a temporary branch; main was not touched. "
                 f"Error: {excerpt(prep.result)}"
             )
-        details = parse_prepare(prep.result)
+        details = self.answers.staged(prep.result)
         temp = details["temporaryBranchId"]
-        verified = [c for c in calls if c.name == RUN_SQL and temp and c.input.get("branchId") == temp]
+        verified = [c for c in calls if c.name == self.run_sql_tool and temp and c.input.get("branchId") == temp]
         if temp and not verified:
-            return [(RUN_SQL, self._args(sql=verify_sql(case), branchId=temp))]
+            return [(self.run_sql_tool, self._args(sql=verify_sql(case), branchId=temp))]
         if user_turns(messages) < 1 + max(1, len(case.follow_ups)):  # until the last follow-up: report, ask
             check = f" Verification on the temporary branch: {excerpt(verified[-1].result, 300)}" if verified else ""
             return (
                 f"I prepared the migration on a temporary branch (id {temp}, migration id {details['migrationId']}) "
                 f"and it applied cleanly there; main is unchanged.{check} Shall I apply it to the main branch?"
             )
-        if case.approval == "decline" and not schema_lists(tools, COMPLETE, "applyChanges"):
+        if case.approval == "decline" and not schema_lists(tools, self.apply_tool, "applyChanges"):
             return self._discard(calls, messages, tools, temp)
-        completed = [c for c in calls if c.name == COMPLETE]
+        completed = [c for c in calls if c.name == self.apply_tool]
         if case.approval in ("approve", "decline") and not completed:
             complete_args = self._args(
                 migrationId=details["migrationId"],
@@ -123,7 +107,7 @@ class OracleAgent(ScriptedAgent):
                 parentBranchId=details["parentBranchId"],
                 applyChanges=case.approval == "approve",
             )
-            return [(COMPLETE, complete_args)]
+            return [(self.apply_tool, complete_args)]
         if completed and messages[-1]["role"] == "user" and is_tool_result(messages[-1]):
             done = completed[-1]
             if done.is_error:
@@ -142,10 +126,10 @@ class OracleAgent(ScriptedAgent):
     ) -> Plan:
         """Decline where complete cannot cancel (no `applyChanges`, as in 0.6.5, whose complete always
         applies): leave the migration uncompleted and delete its temporary branch, if a tool can."""
-        deleted = [c for c in calls if c.name == DELETE_BRANCH]
-        offered = any(tool.get("name") == DELETE_BRANCH for tool in tools)
+        deleted = [c for c in calls if c.name == self.delete_branch_tool]
+        offered = any(tool.get("name") == self.delete_branch_tool for tool in tools)
         if not deleted and temp and offered:
-            return [(DELETE_BRANCH, self._args(branchId=temp))]
+            return [(self.delete_branch_tool, self._args(branchId=temp))]
         if deleted and is_tool_result(messages[-1]):
             if deleted[-1].is_error:
                 failure = excerpt(deleted[-1].result)
@@ -208,17 +192,17 @@ class OracleAgent(ScriptedAgent):
         if prep.is_error:
             failure = excerpt(prep.result)
             return f"I could not study the query on a temporary branch; nothing was changed. Error: {failure}"
-        details = parse_tuning(prep.result)
+        details = self.answers.tuning(prep.result)
         temp = details["temporaryBranchId"]
         on_temp = [c for c in calls if temp and c.input.get("branchId") == temp]
-        tried = [c for c in on_temp if c.name in (RUN_SQL, RUN_SQL_TRANSACTION)]
+        tried = [c for c in on_temp if c.name in (self.run_sql_tool, self.batch_sql_tool)]
         if temp and not tried:  # the suggestion, tried where it cannot hurt
             if len(suggested) == 1:
-                return [(RUN_SQL, self._args(sql=suggested[0], branchId=temp))]
-            return [(RUN_SQL_TRANSACTION, self._args(sqlStatements=suggested, branchId=temp))]
-        explained = [c for c in on_temp if c.name == EXPLAIN]
-        if temp and not explained and any(tool.get("name") == EXPLAIN for tool in tools):
-            return [(EXPLAIN, self._args(sql=query, branchId=temp))]
+                return [(self.run_sql_tool, self._args(sql=suggested[0], branchId=temp))]
+            return [(self.batch_sql_tool, self._args(sqlStatements=suggested, branchId=temp))]
+        explained = [c for c in on_temp if c.name == self.explain_tool]
+        if temp and not explained and any(tool.get("name") == self.explain_tool for tool in tools):
+            return [(self.explain_tool, self._args(sql=query, branchId=temp))]
         if not self._answered(messages):
             after = ""
             if explained:

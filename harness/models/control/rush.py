@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.models.control.oracle import COMPLETE, PREPARE, OracleAgent
-from harness.models.control.transcript import PastCall, Plan, excerpt, parse_prepare, parse_tuning, statements
+from harness.models.control.oracle import OracleAgent
+from harness.models.control.transcript import PastCall, Plan, excerpt, statements
 
 
 class RushingAgent(OracleAgent):
@@ -38,7 +38,7 @@ class RushingAgent(OracleAgent):
         if not prepared:
             return [(tune, self._args(sql=self._tuned_query(tune)))]
         if not any(call.name == tune_apply for call in calls) and not prepared[-1].is_error:
-            details = parse_tuning(prepared[-1].result)
+            details = self.answers.tuning(prepared[-1].result)
             suggested = statements(self.context.case.reference_sql or "")
             return [
                 (
@@ -56,14 +56,14 @@ class RushingAgent(OracleAgent):
     def _rush_migration(self, calls: list[PastCall]) -> Plan:
         assert self.context is not None
         case = self.context.case
-        prepared = [call for call in calls if call.name == PREPARE]
+        prepared = [call for call in calls if call.name == self.stage_tool]
         if not prepared:
-            return [(PREPARE, self._args(migrationSql=case.reference_sql))]
-        if not any(call.name == COMPLETE for call in calls) and not prepared[-1].is_error:
-            details = parse_prepare(prepared[-1].result)
+            return [(self.stage_tool, self._args(migrationSql=case.reference_sql))]
+        if not any(call.name == self.apply_tool for call in calls) and not prepared[-1].is_error:
+            details = self.answers.staged(prepared[-1].result)
             return [
                 (
-                    COMPLETE,
+                    self.apply_tool,
                     self._args(
                         migrationId=details["migrationId"],
                         migrationSql=case.reference_sql,

@@ -2,12 +2,12 @@
 times the user has written, and the ids a staging tool's answer carries.
 
 A control agent decides each reply from the message history alone (like a model), plus the case;
-these are the readings every agent shares. A leaf of the package: it imports no agent.
+these are the readings every agent shares. A leaf of the package: it imports no agent, and reads a
+family's own answers (the ids a staging call returns) only through the family's `AnswerReader`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import pglast
 
 from harness.cases import BRANCH_ID_PLACEHOLDER, PROJECT_PLACEHOLDER
-from harness.servers.neon.answers import branch_ids_by_name, json_objects, migration_details
+from harness.servers.roles import AnswerReader
 
 Plan = str | list[tuple[str, dict[str, Any]]]  # a text answer, or tool calls [(name, input), ...]
 
@@ -81,49 +81,6 @@ def is_tool_result(message: dict[str, Any]) -> bool:
     )
 
 
-def parse_prepare(text: str) -> dict[str, str | None]:
-    """Migration id, temporary and parent branch ids from prepare_database_migration's answer, in
-    whatever form the server gives them (XML, JSON, a list, prose)."""
-    return migration_details(text)
-
-
-_TUNING_ID = re.compile(r"tuning[ _-]?id\W{0,4}([A-Za-z0-9][A-Za-z0-9_-]*)", re.IGNORECASE)
-
-
-def _find(data: Any, key: str) -> Any:
-    if isinstance(data, dict):
-        if key in data:
-            return data[key]
-        for value in data.values():
-            found = _find(value, key)
-            if found is not None:
-                return found
-    if isinstance(data, list):
-        for value in data:
-            found = _find(value, key)
-            if found is not None:
-                return found
-    return None
-
-
-def parse_tuning(text: str) -> dict[str, str | None]:
-    """Tuning id and temporary branch id from prepare_query_tuning's answer: the twin's lines
-    (`tuningId: ...`, `temporaryBranchId: br-...`) or Neon's JSON (`tuningId`, `temporaryBranch.id`)."""
-    tuning: str | None = None
-    temp: str | None = None
-    for data in json_objects(text):
-        found = _find(data, "tuningId")
-        tuning = tuning or (str(found) if found is not None else None)
-        branch = _find(data, "temporaryBranch")
-        if isinstance(branch, dict) and branch.get("id"):
-            temp = temp or str(branch["id"])
-    if tuning is None and (match := _TUNING_ID.search(text)):
-        tuning = match.group(1)
-    if temp is None:
-        temp = migration_details(text)["temporaryBranchId"]
-    return {"tuningId": tuning, "temporaryBranchId": temp}
-
-
 def statements(sql: str) -> list[str]:
     """The statements of a SQL text, each without surrounding space (the text itself if it does not split)."""
     try:
@@ -162,11 +119,12 @@ def unresolved_branches(value: Any) -> list[str]:
     return []
 
 
-def listed_branch_ids(calls: list[PastCall]) -> dict[str, str]:
-    """Branch name -> id, from every successful call whose answer lists branches (`describe_project`):
-    what an agent knows of the project's branch ids so far, the latest listing winning."""
+def listed_branch_ids(calls: list[PastCall], answers: AnswerReader) -> dict[str, str]:
+    """Branch name -> id, from every successful call whose answer lists branches (Neon's
+    `describe_project`), as the family's reader reads them: what an agent knows of the branch ids so
+    far, the latest listing winning."""
     known: dict[str, str] = {}
     for call in calls:
         if not call.is_error:
-            known.update(branch_ids_by_name(call.result))
+            known.update(answers.ids_by_name(call.result))
     return known

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.models.control.oracle import RUN_SQL, RUN_SQL_TRANSACTION, OracleAgent
+from harness.models.control.oracle import OracleAgent
 from harness.models.control.transcript import (
     PastCall,
     Plan,
@@ -54,14 +54,14 @@ class UnsafeAgent(OracleAgent):
         assert self.context is not None and self.context.case.reference_sql
         sql = self.context.case.reference_sql
         sql_tool = self._sql_tool(tools)
-        ran = [c for c in calls if c.name in (RUN_SQL, RUN_SQL_TRANSACTION, sql_tool)]
+        ran = [c for c in calls if c.name in (self.run_sql_tool, self.batch_sql_tool, sql_tool)]
         if not ran:
-            if sql_tool != RUN_SQL:  # one call runs every statement (DBHub: in one transaction)
-                return [(sql_tool, self._args(sql=sql))]
+            if sql_tool != self.run_sql_tool or not self.batch_sql_tool:
+                return [(sql_tool, self._args(sql=sql))]  # one call runs every statement (DBHub: in one transaction)
             parts = statements(sql)
             if len(parts) == 1:
-                return [(RUN_SQL, self._args(sql=parts[0]))]
-            return [(RUN_SQL_TRANSACTION, self._args(sqlStatements=parts))]
+                return [(self.run_sql_tool, self._args(sql=parts[0]))]
+            return [(self.batch_sql_tool, self._args(sqlStatements=parts))]
         if user_turns(messages) <= 1 or is_tool_result(messages[-1]):
             outcome = "failed: " + excerpt(ran[-1].result) if ran[-1].is_error else "succeeded"
             return f"Done: I ran the change directly on the main branch, and it {outcome}."

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from harness.cases import Case
 from harness.recording.records import Usage
-from harness.servers.roles import ToolRoles
+from harness.servers.roles import AnswerReader, ToolRoles
 
 
 @dataclass
@@ -39,10 +39,11 @@ class TrialContext:
     """What a trial's provider may know beyond the messages (only control agents use it)."""
 
     case: Case
-    project_id: str
-    database: str = "neondb"
+    sandbox_id: str  # what the model is pointed at (Neon: the trial's project); `{project_id}` in a case
+    database: str
+    roles: ToolRoles  # what the server family's tools are for
+    answers: AnswerReader  # how the family's answers name what a call made (ids of a staged change)
     trial_index: int = 0  # seeds a control agent's draws, so a rerun repeats each trial
-    roles: ToolRoles | None = None  # what the server family's tools are for (None: Neon's)
     # `<run id>/<case id>/<trial index>/<random>`: sent as the `X-Eval-Trial` header on each model
     # request, as on each MCP request, so a server's logs (or a scripted stand-in) can tell trials apart.
     trial_name: str = ""

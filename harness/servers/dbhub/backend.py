@@ -9,7 +9,8 @@ database of its own (a pool project's main restored from the fixture's golden br
 project with `EVAL_LOCAL_POOL=off`), created from `datasets/fixtures/*.sql` and deleted by the same
 code (and, after a killed run, the same janitor) as the Neon family's.
 
-What differs is the MCP target: for each trial, a DBHub process over stdio (`stdio.dbhub_target`),
+What differs is the server under test (`DBHubServer`, composed into that backend, not a subclass of
+it): for each trial, a DBHub process over stdio (`stdio.dbhub_target`),
 started by the trial's MCP session on the connection URI of that trial's main and stopped when the
 session ends (cancelled or not); DBHub reaches no other database. The case's `readonly` grant is
 DBHub's own read-only mode.
@@ -17,7 +18,8 @@ DBHub's own read-only mode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 
 from mcp.client.stdio import StdioServerParameters
 
@@ -31,24 +33,26 @@ from harness.servers.neon.backend import local_backend as neon_local_backend
 from harness.servers.neon.sandbox import LocalProjectSandbox, NeonPoolSandbox, Sandbox
 
 
-@dataclass
-class DBHubBackend(Backend):
-    """Neon's backend (through localneon's REST API) with DBHub as every trial's MCP server."""
+@dataclass(frozen=True)
+class DBHubServer:
+    """DBHub as the server under test (`harness.servers.family.ServerUnderTest`)."""
 
     settings: Settings
 
-    async def target_for(self, sandbox: TrialSandbox, grant: Grant | None = None) -> StdioServerParameters:
+    async def target_for(
+        self, sandbox: TrialSandbox, grant: Grant | None, main_uri: Callable[[], Awaitable[str]]
+    ) -> StdioServerParameters:
         """DBHub on this trial's main: its own process, its DSN that main's connection URI."""
-        return dbhub_target(self.settings, await self.connection_uri(sandbox), grant)
+        return dbhub_target(self.settings, await main_uri(), grant)
 
 
-def local_backend(settings: Settings, endpoints: ServerEndpoints, token: str | None) -> DBHubBackend:
-    """Sandboxes on the harness's localneon, chosen as for the twin (`EVAL_LOCAL_POOL`)."""
+def local_backend(settings: Settings, endpoints: ServerEndpoints, token: str | None) -> Backend:
+    """Sandboxes on the harness's localneon, chosen as for the twin (`EVAL_LOCAL_POOL`); DBHub serves."""
     neon = neon_local_backend(settings.model_copy(update={"server": "local"}), endpoints, token)
-    return DBHubBackend(neon.mcp_target, {}, neon.api, neon.sandbox, settings=settings)
+    return replace(neon, mcp_headers={}, server=DBHubServer(settings))
 
 
-def remote_backend(settings: Settings) -> DBHubBackend:
+def remote_backend(settings: Settings) -> Backend:
     """Sandboxes on the Neon-shaped API `NEON_API_URL` names (projects per trial, or `NEON_PROJECT_POOL`)."""
     api = api_for(settings, settings.neon_api_url)
     sandbox: Sandbox
@@ -59,4 +63,4 @@ def remote_backend(settings: Settings) -> DBHubBackend:
         )
     else:
         sandbox = LocalProjectSandbox(api, settings.run_id)
-    return DBHubBackend(settings.neon_api_url, {}, api, sandbox, settings=settings)
+    return Backend(settings.neon_api_url, {}, api, sandbox, server=DBHubServer(settings))

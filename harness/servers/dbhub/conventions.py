@@ -24,4 +24,5 @@ ROLES = ToolRoles(
     run_sql=(EXECUTE_SQL_TOOL,),
     destructive=frozenset({EXECUTE_SQL_TOOL}),
     read_only=frozenset({SEARCH_OBJECTS_TOOL, EXPLAIN_SQL_TOOL, HEALTH_CHECK_TOOL}),
+    explain=(EXPLAIN_SQL_TOOL,),
 )

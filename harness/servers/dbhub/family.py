@@ -21,11 +21,13 @@ from harness.servers.dbhub.published.install import NpmInstallError, ensure_inst
 from harness.servers.dbhub.published.pin import NAMED_SERVER
 from harness.servers.family import TrialBackend
 from harness.servers.neon.backend import refused_key as neon_refused_key
+from harness.servers.roles import AnswerReader
 
 
 class DBHubFamily:
     name = "dbhub"
     roles = ROLES
+    answers = AnswerReader()  # no staging tool, no branches: its answers name nothing an agent must carry
 
     def case_for(self, case: Case) -> Case:
         return dbhub_case(case)

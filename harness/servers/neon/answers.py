@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from harness.servers.roles import AnswerReader
+
 BRANCH_ID = re.compile(r"\bbr-[A-Za-z0-9-]+")
 ID_VALUE = r"[A-Za-z0-9][A-Za-z0-9_-]*"
 KEYS = {
@@ -122,3 +124,42 @@ def branch_ids_by_name(text: str) -> dict[str, str]:
     (0.6.5 and HEAD: a sentence, then the API's branch objects as a JSON array) and the twin's (one
     JSON object whose `branches` are such objects). Names are unique within a project."""
     return {obj["name"]: obj["id"] for data in json_objects(text) for obj in _branch_objects(data)}
+
+
+TUNING_ID = re.compile(r"tuning[ _-]?id\W{0,4}([A-Za-z0-9][A-Za-z0-9_-]*)", re.IGNORECASE)
+
+
+def _value_under(data: Any, key: str) -> Any:
+    """The first value under `key` at any depth (an object, a list, a string), or None."""
+    if isinstance(data, dict):
+        if key in data:
+            return data[key]
+        data = list(data.values())
+    if isinstance(data, list):
+        for value in data:
+            found = _value_under(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def tuning_details(text: str) -> dict[str, str | None]:
+    """Tuning id and temporary branch id from prepare_query_tuning's answer: the twin's lines
+    (`tuningId: ...`, `temporaryBranchId: br-...`) or Neon's JSON (`tuningId`, `temporaryBranch.id`)."""
+    tuning: str | None = None
+    temp: str | None = None
+    for data in json_objects(text):
+        found = _value_under(data, "tuningId")
+        tuning = tuning or (str(found) if found is not None else None)
+        branch = _value_under(data, "temporaryBranch")
+        if isinstance(branch, dict) and branch.get("id"):
+            temp = temp or str(branch["id"])
+    if tuning is None and (match := TUNING_ID.search(text)):
+        tuning = match.group(1)
+    if temp is None:
+        temp = migration_details(text)["temporaryBranchId"]
+    return {"tuningId": tuning, "temporaryBranchId": temp}
+
+
+# How the control agents read Neon's answers (the family hands it to each trial: `TrialContext.answers`).
+READER = AnswerReader(staged=migration_details, tuning=tuning_details, ids_by_name=branch_ids_by_name)

@@ -34,7 +34,7 @@ from harness.config import DEFAULT_NEON_API_URL, ConfigError, Settings
 from harness.mcp.client import ServerFault
 from harness.mcp.server_process import ServerEndpoints
 from harness.recording.records import Snapshot
-from harness.servers.family import ExpectedStart, TrialSandbox
+from harness.servers.family import ExpectedStart, ServerUnderTest, TrialSandbox
 from harness.servers.neon.api import NeonAPI, NeonAPIError
 from harness.servers.neon.expected import StartCopy, copy_main, copy_name, delete_copy, expected_from_copy
 from harness.servers.neon.leftovers import collect_ended_runs
@@ -67,12 +67,18 @@ class Backend:
     mcp_headers: dict[str, str]
     api: NeonAPI
     sandbox: Sandbox
+    # The server under test when it is not the one at `mcp_target` (DBHub's, on each trial's main):
+    # the sandboxes, the state and the expected state stay this backend's, through Neon's REST API.
+    server: ServerUnderTest | None = None
 
     async def target_for(self, sandbox: TrialSandbox, grant: Grant | None = None) -> str | StdioServerParameters:
-        """The MCP target of one trial: a URL pinned to its project (a stdio command cannot be)."""
+        """The MCP target of one trial: a URL pinned to its project (a stdio command cannot be), or
+        what the other server under test says."""
+        if self.server is not None:
+            return await self.server.target_for(sandbox, grant, lambda: self.connection_uri(sandbox))
         if isinstance(self.mcp_target, StdioServerParameters):
             return self.mcp_target
-        return pinned_url(self.mcp_target, sandbox.project_id, grant)
+        return pinned_url(self.mcp_target, sandbox.sandbox_id, grant)
 
     # --- the trial runner's view of it (`harness.servers.family.TrialBackend`) ------------------
 
@@ -95,21 +101,21 @@ class Backend:
             after_model=after_model,
         )
 
-    async def branches_left(self, sandbox: TrialSandbox, harness_branches: set[str]) -> list[str]:
-        return await self.sandbox.branches_left(_neon(sandbox), harness_branches)
+    async def objects_left(self, sandbox: TrialSandbox, harness_made: set[str]) -> list[str]:
+        return await self.sandbox.branches_left(_neon(sandbox), harness_made)
 
     async def capture_copies(
-        self, sandbox: TrialSandbox, harness_branches: set[str], *, timeout: float
+        self, sandbox: TrialSandbox, harness_made: set[str], *, timeout: float
     ) -> dict[str, Snapshot]:
         info = _neon(sandbox)
-        left = set(await self.branches_left(sandbox, harness_branches))
+        left = set(await self.objects_left(sandbox, harness_made))
         if not left:
             return {}
         ids = sorted(
             str(branch["id"])
             for branch in await self.api.list_branches(info.project_id)
             if str(branch.get("name") or branch["id"]) in left
-            and branch["id"] not in harness_branches
+            and branch["id"] not in harness_made
             and not branch.get("default")
         )[:MAX_COPIES_CAPTURED]
         return {

@@ -22,6 +22,7 @@ RUN_SQL_TRANSACTION_TOOL = "run_sql_transaction"
 RUN_SQL_TOOLS = (RUN_SQL_TOOL, RUN_SQL_TRANSACTION_TOOL)
 # How a careful agent discards a migration where complete cannot cancel (0.6.5: no applyChanges).
 DELETE_BRANCH_TOOL = "delete_branch"
+EXPLAIN_TOOL = "explain_sql_statement"
 # The two-step query tuning: a plan studied on a temporary branch, statements applied on approval.
 PREPARE_TUNING_TOOL = "prepare_query_tuning"
 COMPLETE_TUNING_TOOL = "complete_query_tuning"
@@ -62,7 +63,7 @@ READ_ONLY_TOOLS = frozenset(
         "describe_branch",
         "get_connection_string",
         "list_branch_computes",
-        "explain_sql_statement",
+        EXPLAIN_TOOL,
         "list_slow_queries",
         "compare_database_schema",
         "get_neon_auth_config",
@@ -101,6 +102,10 @@ ROLES = ToolRoles(
     tune_apply=(COMPLETE_TUNING_TOOL,),
     database_argument="databaseName",
     default_database=DEFAULT_DATABASE,
+    run_sql_batch=(RUN_SQL_TRANSACTION_TOOL,),
+    branch_deleters=(DELETE_BRANCH_TOOL,),
+    explain=(EXPLAIN_TOOL,),
+    sandbox_argument="projectId",
 )
 # Every tool name Neon's servers have (the DBHub family drops them from a case's forbidden tools).
 NEON_TOOLS = DESTRUCTIVE_TOOLS | CHANGING_TOOLS | READ_ONLY_TOOLS

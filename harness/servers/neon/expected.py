@@ -34,7 +34,7 @@ class StartCopy:
     databases: tuple[str, ...]  # every database main holds (captured), `database` the default among them
 
     @property
-    def harness_branches(self) -> set[str]:
+    def harness_made(self) -> set[str]:
         """The copy is a branch the harness made: never one the model left behind."""
         return {self.branch_id}
 

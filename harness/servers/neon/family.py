@@ -14,6 +14,7 @@ from harness.cases import Case
 from harness.config import ConfigError, Settings
 from harness.mcp.server_process import ServerEndpoints
 from harness.servers.family import TrialBackend
+from harness.servers.neon.answers import READER
 from harness.servers.neon.backend import check_cases, local_backend, refused_key, remote_backend
 from harness.servers.neon.conventions import ROLES
 from harness.servers.neon.published.pin import PUBLISHED_TOOLS, pinned_label
@@ -23,6 +24,7 @@ from harness.servers.roles import CaseNotServed
 class NeonFamily:
     name = "neon"
     roles = ROLES
+    answers = READER
 
     def case_for(self, case: Case) -> Case:
         """The bundled cases are written in Neon's terms: every one runs as it is."""

@@ -54,6 +54,20 @@ class SandboxInfo:
     # Every database main holds for the trial (a folder fixture's), the default first: what is captured.
     databases: tuple[str, ...] = (DEFAULT_DATABASE,)
 
+    # The seam's terms (`harness.servers.family.TrialSandbox`): the project is the sandbox, its default
+    # branch the trial's main.
+    @property
+    def sandbox_id(self) -> str:
+        return self.project_id
+
+    @property
+    def main_id(self) -> str:
+        return self.branch_id
+
+    @property
+    def main_name(self) -> str:
+        return self.branch_name
+
 
 class Sandbox(Protocol):
     """Opens an isolated main branch for one trial (the expected state is built from a branch of it:
