@@ -1,7 +1,8 @@
 """The documentation's sample output, generated from one real run so that it cannot drift from the code.
 
-One small offline run of the real `braintrust eval` CLI (the three control agents, one trial of a
-few bundled cases per scenario, two decoys offered) yields three samples: the reporter's table
+The scorer registry alone gives `scores` (every score, its module and what a pass means); one small
+offline run of the real `braintrust eval` CLI (the three control agents, one trial of a
+few bundled cases per scenario, two decoys offered) yields three more: the reporter's table
 for one experiment, the paired comparison of the careful and the unsafe agent, and the
 negative-control matrix (a Markdown table). Each lives between `<!-- sample:NAME -->` and
 `<!-- /sample:NAME -->` in README.md or a page of docs/ (a sample may appear in several);
@@ -138,6 +139,21 @@ def build_blocks(stdout: str, run_dir: Path, dataset: Path) -> dict[str, str]:
     }
 
 
+def registry_samples() -> dict[str, str]:
+    """The samples the scorer registry alone makes (no run): `scores`, every score in its order, each
+    with whether a past run re-scores to the same verdict and what a pass means. The pages link here
+    instead of listing the scores by hand, so a new scorer shows up without a hand edit."""
+    from scorers.registry import SCORERS
+
+    rows = [
+        f"| `{item.name}` | `scorers/{item.fn.__module__.rpartition('.')[2]}.py` | "
+        f"{'yes' if item.deterministic else 'no (a model judges)'} | {item.summary} |"
+        for item in SCORERS
+    ]
+    head = "| score | module | deterministic | a pass means |\n|---|---|---|---|"
+    return {"scores": "\n".join([head, *rows])}
+
+
 def _shown(page: Path) -> str:
     return str(page.relative_to(REPO_ROOT)) if page.is_relative_to(REPO_ROOT) else str(page)
 
@@ -171,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="samples-") as folder:
         try:
             stdout, run_dir, dataset = run_sample_eval(Path(folder))
-            blocks = build_blocks(stdout, run_dir, dataset)
+            blocks = {**build_blocks(stdout, run_dir, dataset), **registry_samples()}
         except SampleError as error:
             print(f"samples: error: {error}", file=sys.stderr)
             return 2

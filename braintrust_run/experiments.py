@@ -114,7 +114,9 @@ def experiment_metadata(
     """Everything needed to say what an experiment measured and to reproduce it (the tool view is
     added when the run starts, `add_tool_view`; the base by `comparison_arguments`)."""
     judge = judge_settings()
+    tuning = current().tune_context
     return {
+        **({"tuning": tuning} if tuning else {}),  # a tuning run's child: its part, incumbent and candidate
         "eval": eval_name,
         "scenario": cases[0].scenario if cases else None,
         "model": settings.model,

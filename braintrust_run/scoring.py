@@ -29,6 +29,7 @@ from autoevals import Score
 from analysis.attribution import Attribution, attribute
 from analysis.stored_scores import PARTS_KEY, VERSIONS_KEY, ScoresFile, stored
 from braintrust_run.run_state import KeptScores, this_run
+from braintrust_run.settings import current
 from harness.recording import trial_registry
 from harness.recording.records import TrialRecord
 from harness.recording.store import ResultsStore
@@ -63,8 +64,10 @@ def _keep(score: Score, name: str, key: str) -> None:
     try:
         if note_run:
             versions = [version_of(spec) for spec in SCORERS]
+            tuning = current().tune_context  # a tuning run's child: what it measured, as its experiments say
             kept.store.add_to_run(
                 {VERSIONS_KEY: {v.name: v.version for v in versions}, PARTS_KEY: {v.name: v.parts for v in versions}}
+                | ({"tuning": tuning} if tuning else {})
             )
         kept.scores.append(stored(kept.record, name, score.score, score.metadata or {}))
     except OSError as error:

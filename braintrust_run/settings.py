@@ -158,6 +158,18 @@ class EvalSettings:
         return frozenset(part.strip() for part in self.env.get("EVAL_CASE_IDS", "").split(",") if part.strip())
 
     @cached_property
+    def tune_context(self) -> dict[str, str] | None:
+        """EVAL_TUNE_CONTEXT: what a tuning run's child measures (`key=value;...`: the tuning run, the part
+        of the split, the incumbent and the candidate), put in its experiments' metadata as `tuning`."""
+        text = self._text("EVAL_TUNE_CONTEXT")
+        if not text:
+            return None
+        pairs = [part.partition("=") for part in text.split(";") if part.strip()]
+        if any(not sep or not key.strip() for key, sep, _ in pairs):
+            raise ValueError(f"EVAL_TUNE_CONTEXT must be key=value pairs split by ';', got {text!r}")
+        return {key.strip(): value.strip() for key, _, value in pairs}
+
+    @cached_property
     def floors(self) -> dict[str, float]:
         """EVAL_MIN_PASS: score name -> the least pass rate the run accepts."""
         return parse_floors(self.env.get("EVAL_MIN_PASS", ""))
@@ -288,3 +300,4 @@ def check_limits(settings: EvalSettings) -> None:
     for name in SHARE_LIMITS:
         settings.share_limit(name)
     _ = settings.damage_allowed
+    _ = settings.tune_context

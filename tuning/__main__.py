@@ -18,12 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
 
+from analysis.rescore import ScoredTrial
 from braintrust_run.doors import RESOLVED, wear_surface
 from braintrust_run.settings import EvalSettings, launch_environment
 from harness.cases import DatasetError, load_cases
@@ -32,8 +34,10 @@ from harness.mcp.probe import model_tool_descriptions
 from harness.mcp.toolview import load_overrides
 from harness.run.shared import close_shared_runners
 from harness.servers.neon.surface_label import SurfaceChoiceError
-from tuning.loop import REPO_ROOT, TuneError, TunePlan, TuneRun, tune
-from tuning.splits import split_cases
+from tuning.loop import REPO_ROOT, Proposer, TuneError, TunePlan, TuneRun, tune
+from tuning.model_proposer import ProposerAnswerError, ProposerRoute, no_route_reason, propose_with_model
+from tuning.proposer import Candidate
+from tuning.splits import Splits, split_cases
 
 
 def read_variant(path: Path) -> dict[str, str]:
@@ -57,6 +61,33 @@ def surface_descriptions(env: Mapping[str, str]) -> dict[str, str]:
     return asyncio.run(ask())
 
 
+def model_proposer(route: ProposerRoute) -> Proposer:
+    """The loop's proposer when a model route is set: the model reads the train trials (only those)."""
+
+    def proposer(
+        current: Mapping[str, str], trained: Mapping[tuple[str, int], ScoredTrial], splits: Splits, limit: int
+    ) -> list[Candidate]:
+        return propose_with_model(current, trained, splits, limit, route)
+
+    return proposer
+
+
+AGAIN_SETTINGS = (
+    "EVAL_MODEL",
+    "EVAL_SERVER",
+    "EVAL_SURFACE",
+    "EVAL_DATASET",
+    "EVAL_ADAPTIVE_ALPHA",
+    "EVAL_ADAPTIVE_MARGIN",
+)
+
+
+def again_command(env: Mapping[str, str], argv: Sequence[str]) -> str:
+    """The one command that runs this tuning again: the settings that shape it, then the same arguments."""
+    settings = [f"{name}={shlex.quote(env[name])}" for name in AGAIN_SETTINGS if env.get(name)]
+    return " ".join([*settings, "python", "-m", "tuning", *(shlex.quote(arg) for arg in argv)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tuning", description=__doc__.split("\n")[0])
     parser.add_argument("--from", dest="start", type=Path, help="the variant file to start from (default: none)")
@@ -78,7 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=REPO_ROOT / "datasets" / "variants", help="where the finalist's variant file goes"
     )
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--confirm-model",
+        action="append",
+        default=[],
+        metavar="PROVIDER:MODEL",
+        help="confirm the finalist with this model too (repeatable; default: the run's model alone)",
+    )
+    parser.add_argument("--budget-usd", type=float, help="stop before a candidate that would pass this spend")
+    parser.add_argument("--max-trials-total", type=int, help="stop before a candidate that would pass this many trials")
+    given_argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given_argv)
     env = launch_environment(REPO_ROOT / ".env")
     try:
         print(f"tune: {wear_surface(env)}", file=sys.stderr, flush=True)
@@ -92,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         splits = split_cases(cases, seed=args.seed)
         run_id = env.setdefault("EVAL_RUN_ID", new_run_id())
         env.pop("EVAL_RUN_ID")  # each child run gets its own id, named after this one
+        route = ProposerRoute.from_env(env)
         surface = surface_descriptions(env)
     except (ConfigError, DatasetError, SurfaceChoiceError, ValueError) as error:
         print(f"tune: stopping before any trial: {error}", file=sys.stderr)
@@ -107,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
         variants_dir=args.out,
         margin=args.margin,
         given=given,
+        command=again_command(env, given_argv),
+        model=env.get("EVAL_MODEL", ""),
+        budget_usd=args.budget_usd,
+        max_total_trials=args.max_trials_total,
+        confirm_models=tuple(dict.fromkeys([env.get("EVAL_MODEL", ""), *args.confirm_model]))
+        if args.confirm_model
+        else (),
     )
     results = REPO_ROOT / EvalSettings.from_env(env).results_dir
     print(
@@ -115,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
         flush=True,
     )
+    print(f"tune: proposer: {route.label if route else no_route_reason(env) + '; the edit operators'}", file=sys.stderr)
     try:
         result = tune(
             plan,
@@ -122,9 +172,10 @@ def main(argv: list[str] | None = None) -> int:
             {case.id: case for case in cases},
             lambda over: {**surface, **over},
             TuneRun(plan, env, results),
+            model_proposer(route) if route else None,
         )
-    except TuneError as error:
-        print(str(error), file=sys.stderr)
+    except (TuneError, ProposerAnswerError) as error:
+        print(f"tune: {error}; what ran so far is in {results / f'{run_id}-tune'}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"tune: interrupted; what ran so far is in {results / f'{run_id}-tune'}", file=sys.stderr)

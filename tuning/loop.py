@@ -16,16 +16,18 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from analysis.rescore import ScoredTrial
 from harness.cases import Case
-from tuning.acceptance import HARMS, Decision, decide
+from tuning.acceptance import HARMS, Decision, Evidence, decide
 from tuning.evidence import paired_evidence, scored_run, train_failures
+from tuning.page import Tried, description_diff, is_confirmed, render_page
 from tuning.proposer import Candidate, propose
 from tuning.splits import Splits
 
@@ -52,6 +54,12 @@ class TunePlan:
     variants_dir: Path = REPO_ROOT / "datasets" / "variants"
     # Rewrites someone wrote, tried first and under the same rule (`--candidate`): name -> overrides.
     given: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    command: str = ""  # the one command that runs this tuning again (on the page and in tune.json)
+    model: str = ""  # the model under test, as the page names it
+    budget_usd: float | None = None  # stop before a candidate whose expected spend would pass this
+    # The models the finalist is confirmed with, each on its own paired run (empty: the run's model).
+    confirm_models: tuple[str, ...] = ()
+    max_total_trials: int | None = None  # stop before a candidate whose expected trials would pass this
 
 
 @dataclass
@@ -60,13 +68,19 @@ class TuneResult:
 
     decisions: list[Decision] = field(default_factory=list)
     finalist: Mapping[str, str] | None = None
-    confirmation: Decision | None = None
+    confirmation: Decision | None = None  # the first confirming model's (the run's own by default)
+    confirmations: dict[str, Decision] = field(default_factory=dict)  # every confirming model's, by model
     variant: Path | None = None
+    tried: list[Tried] = field(default_factory=list)
+    page: Path | None = None
+    trials: int = 0  # trials run so far, every child run's
+    spend_usd: float = 0.0  # what those trials cost, where the model has a price
+    stopped_by: str | None = None  # "budget", "trials" or "interrupted" when the loop ended early
 
     @property
     def confirmed(self) -> bool:
-        found = self.confirmation
-        return bool(found and found.accepted and found.gain_interval and found.gain_interval.low > 0)
+        found = list(self.confirmations.values()) or ([self.confirmation] if self.confirmation else [])
+        return bool(found) and all(is_confirmed(decision) for decision in found)
 
     def summary(self) -> dict[str, Any]:
         refused = Counter(rule for decision in self.decisions for rule in decision.refused_by)
@@ -77,6 +91,10 @@ class TuneResult:
                 "confirmed": self.confirmed,
                 "variant": str(self.variant) if self.variant else None,
                 "refused": dict(sorted(refused.items())),
+                "page": str(self.page) if self.page else None,
+                "trials": self.trials,
+                "spend_usd": round(self.spend_usd, 4),
+                "stopped_by": self.stopped_by,
             }
         }
 
@@ -110,11 +128,20 @@ class TuneRun:
         if code not in DONE_CODES:
             raise TuneError(f"tune: {what} stopped with exit code {code}; what ran so far is in {self.folder}")
 
+    def _context(self, part: str, incumbent: str, candidate: str = "") -> str:
+        """EVAL_TUNE_CONTEXT for a child: its experiments' metadata names the tuning run, the part of
+        the split, the incumbent and the candidate (`braintrust_run.settings.EvalSettings.tune_context`)."""
+        named = {"run": self.plan.run_id, "seed": self.plan.seed, "part": part, "incumbent": incumbent}
+        if candidate:
+            named["candidate"] = candidate
+        return ";".join(f"{key}={value.replace(';', ',')}" for key, value in named.items())
+
     def train(self, variant: Path, case_ids: Sequence[str]) -> Path:
         """The incumbent on the train part, `train_trials` trials a case; its run folder."""
         run_id = f"{self.plan.run_id}-train"
         env = {
             **self.env,
+            "EVAL_TUNE_CONTEXT": self._context("train", variant.stem),
             "EVAL_RUN_ID": run_id,
             "EVAL_CASE_IDS": ",".join(case_ids),
             "EVAL_TRIALS": str(self.plan.train_trials),
@@ -123,14 +150,44 @@ class TuneRun:
         self._run([sys.executable, "-m", "evals"], env, "the train run")
         return self.results / run_id
 
-    def paired(self, label: str, incumbent: Path, candidate: Path, case_ids: Sequence[str]) -> tuple[Path, Path]:
-        """Incumbent (A) against candidate (B) on `case_ids`, paired and adaptive; both run folders."""
+    def paired(
+        self,
+        label: str,
+        incumbent: Path,
+        candidate: Path,
+        case_ids: Sequence[str],
+        part: str = "validation",
+        model: str = "",
+    ) -> tuple[Path, Path]:
+        """Incumbent (A) against candidate (B) on `case_ids`, paired and adaptive, with `model` (the
+        run's own when ""); both run folders."""
         run_id = f"{self.plan.run_id}-{label}"
         trials = f"adaptive:{self.plan.max_trials}"
-        env = {**self.env, "EVAL_RUN_ID": run_id, "EVAL_CASE_IDS": ",".join(case_ids), "EVAL_TRIALS": trials}
+        env = {
+            **self.env,
+            "EVAL_TUNE_CONTEXT": self._context(part, incumbent.stem, candidate.stem),
+            "EVAL_RUN_ID": run_id,
+            "EVAL_CASE_IDS": ",".join(case_ids),
+            "EVAL_TRIALS": trials,
+            **({"EVAL_MODEL": model} if model else {}),
+        }
         command = [sys.executable, "-m", "evals.ab", str(incumbent), str(candidate), "--max", str(self.plan.max_trials)]
         self._run(command, env, f"the comparison {label}")
         return self.results / f"{run_id}-A", self.results / f"{run_id}-B"
+
+
+Proposer = Callable[[Mapping[str, str], Mapping[tuple[str, int], ScoredTrial], Splits, int], list[Candidate]]
+
+
+def offline_proposer(surface: Mapping[str, str]) -> Proposer:
+    """The documented edit operators (`tuning.proposer.propose`), reading the train failures only."""
+
+    def proposer(
+        current: Mapping[str, str], trained: Mapping[tuple[str, int], ScoredTrial], splits: Splits, limit: int
+    ) -> list[Candidate]:
+        return propose(current, train_failures(trained), splits, limit, surface=surface)
+
+    return proposer
 
 
 def tune(
@@ -139,41 +196,138 @@ def tune(
     cases: Mapping[str, Case],
     describe: Callable[[Mapping[str, str]], Mapping[str, str]],
     run: TuneRun,
+    proposer: Proposer | None = None,
 ) -> TuneResult:
     """The loop. `describe(overrides)` gives every tool's description the model reads under those
-    overrides (the server's surface with them applied)."""
+    overrides (the server's surface with them applied); `proposer` makes the candidates from the train
+    run (the offline operators by default). A Ctrl-C keeps every finished round: the page and
+    tune.json are written with what was decided, then the interrupt goes on."""
     run.folder.mkdir(parents=True, exist_ok=True)
     (run.folder / "splits.json").write_text(json.dumps(splits.describe(), indent=2), encoding="utf-8")
+    result = TuneResult()
+    start: dict[str, str] = dict(plan.start)
+    try:
+        _search(plan, splits, cases, describe, run, proposer or offline_proposer(describe({})), result)
+    except KeyboardInterrupt:
+        result.stopped_by = "interrupted"
+        raise
+    finally:
+        _write(plan, run, result, describe, start)
+    return result
+
+
+def _search(
+    plan: TunePlan,
+    splits: Splits,
+    cases: Mapping[str, Case],
+    describe: Callable[[Mapping[str, str]], Mapping[str, str]],
+    run: TuneRun,
+    proposer: Proposer,
+    result: TuneResult,
+) -> None:
     incumbent: dict[str, str] = dict(plan.start)
     incumbent_path = write_variant(run.folder / "incumbent-0.yaml", incumbent, f"the start: {plan.start_name}")
     trained = scored_run(run.train(incumbent_path, splits.train), cases)
-    failures = train_failures(trained)  # train cases only: `propose` refuses any other
+    _count(result, trained.values())
     candidates = [Candidate(name, dict(overrides), ("given",)) for name, overrides in plan.given.items()]
-    candidates += propose(describe(incumbent), failures, splits, plan.max_candidates, surface=describe({}))
-    result = TuneResult()
-    tried = []
+    candidates += proposer(describe(incumbent), trained, splits, plan.max_candidates)
+    tried: list[Evidence] = []
     for number, candidate in enumerate(candidates, start=1):
+        if (reason := _over_budget(plan, result, number - 1)) is not None:
+            result.stopped_by = reason
+            _progress(f"tune: stopping before candidate {number}: the {reason} limit would be passed")
+            break
         proposed = {**incumbent, **candidate.descriptions}
         path = write_variant(run.folder / f"candidate-{number}.yaml", proposed, f"candidate {candidate.name}")
         first, second = run.paired(f"c{number}", incumbent_path, path, splits.validation)
-        evidence = paired_evidence(candidate.name, scored_run(first, cases), scored_run(second, cases), HARMS)
-        tried.append(evidence)
+        arms = scored_run(first, cases), scored_run(second, cases)
+        _count(result, [*arms[0].values(), *arms[1].values()])
+        tried.append(paired_evidence(candidate.name, arms[0], arms[1], HARMS))
         decision = decide(tried, margin=plan.margin)
         result.decisions.append(decision)
+        diff = description_diff(describe(incumbent), describe(proposed), incumbent_path.stem, path.stem)
+        result.tried.append(Tried(number, decision, candidate.operators, incumbent_path.stem, diff))
         _say(decision)
+        _progress(_round_line(result, number, len(candidates)))
         if decision.accepted:
             incumbent, incumbent_path = proposed, path
-    if result.decisions and any(decision.accepted for decision in result.decisions):
+    if any(decision.accepted for decision in result.decisions):
         start_path = run.folder / "incumbent-0.yaml"
-        first, second = run.paired("confirm", start_path, incumbent_path, splits.confirmation)
-        evidence = paired_evidence("finalist", scored_run(first, cases), scored_run(second, cases), HARMS)
-        result.confirmation = decide([evidence], margin=plan.margin)
+        for index, model in enumerate(plan.confirm_models or ("",)):
+            label = "confirm" if not index else f"confirm-{index + 1}"
+            first, second = run.paired(label, start_path, incumbent_path, splits.confirmation, "confirmation", model)
+            arms = scored_run(first, cases), scored_run(second, cases)
+            _count(result, [*arms[0].values(), *arms[1].values()])
+            decided = decide([paired_evidence("finalist", arms[0], arms[1], HARMS)], margin=plan.margin)
+            result.confirmations[model or plan.model or "the run's model"] = decided
+            result.confirmation = result.confirmation or decided
         result.finalist = incumbent
         verdict = "confirmed" if result.confirmed else "not confirmed"
         note = f"tuned from {plan.start_name} by run {plan.run_id} (seed {plan.seed}); {verdict} on the untouched part"
         result.variant = write_variant(plan.variants_dir / f"tuned-{plan.run_id}.yaml", incumbent, note)
-    (run.folder / "tune.json").write_text(json.dumps(_record(result), indent=2, default=str), encoding="utf-8")
-    return result
+
+
+def _count(result: TuneResult, trials: Iterable[ScoredTrial]) -> None:
+    for trial in trials:
+        result.trials += 1
+        result.spend_usd += trial.record.cost_usd or 0.0
+
+
+def _over_budget(plan: TunePlan, result: TuneResult, done: int) -> str | None:
+    """Which limit the next candidate would pass, judged by what each candidate cost so far."""
+    if not done:
+        return None
+    per_trial = result.spend_usd / result.trials if result.trials else 0.0
+    next_trials = result.trials / (done + 1)  # the train run counts as one round's worth
+    if plan.max_total_trials is not None and result.trials + next_trials > plan.max_total_trials:
+        return "trials"
+    if plan.budget_usd is not None and result.spend_usd + next_trials * per_trial > plan.budget_usd:
+        return "budget"
+    return None
+
+
+def _round_line(result: TuneResult, number: int, total: int) -> str:
+    """Trials run, spend so far and its estimate to the end (every remaining candidate and the confirmation)."""
+    per_round = result.trials / (number + 1)
+    left = (total - number + 1) * per_round
+    per_trial = result.spend_usd / result.trials if result.trials else 0.0
+    return (
+        f"tune: round {number}/{total}: {result.trials} trials so far, ${result.spend_usd:.2f} spent; "
+        f"about {left:.0f} trials (${left * per_trial:.2f}) to the end"
+    )
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _write(
+    plan: TunePlan,
+    run: TuneRun,
+    result: TuneResult,
+    describe: Callable[[Mapping[str, str]], Mapping[str, str]],
+    start: Mapping[str, str],
+) -> None:
+    """tune.json, the finalist's diff and the page: whatever the loop decided so far."""
+    final = description_diff(describe(start), describe(result.finalist), "start", "finalist") if result.finalist else ""
+    (run.folder / "diff.txt").write_text(final, encoding="utf-8")
+    state = result.stopped_by or ("confirmed" if result.confirmed else "finished")
+    facts = {
+        "tuning run": plan.run_id,
+        "started from": plan.start_name,
+        "model": plan.model or "(as the environment sets it)",
+        "split": f"seed {plan.seed}: {run.folder / 'splits.json'}",
+        "margin": f"{100 * plan.margin:.1f} points",
+        "trials run": str(result.trials),
+        "spend": f"${result.spend_usd:.2f}",
+        "variant written": str(result.variant) if result.variant else "none",
+    }
+    page = render_page(
+        f"Tuning run {plan.run_id}", facts, result.tried, result.confirmations, final, plan.command, state
+    )
+    result.page = run.folder / "tune.html"
+    result.page.write_text(page, encoding="utf-8")
+    (run.folder / "tune.json").write_text(json.dumps(_record(result, plan), indent=2, default=str), encoding="utf-8")
 
 
 def _say(decision: Decision) -> None:
@@ -187,10 +341,12 @@ def _say(decision: Decision) -> None:
     )
 
 
-def _record(result: TuneResult) -> dict[str, Any]:
+def _record(result: TuneResult, plan: TunePlan) -> dict[str, Any]:
     return {
         **result.summary(),
+        "command": plan.command,
         "decisions": [asdict(decision) for decision in result.decisions],
         "confirmation": asdict(result.confirmation) if result.confirmation else None,
+        "confirmations": {model: asdict(decision) for model, decision in result.confirmations.items()},
         "finalist": dict(result.finalist) if result.finalist is not None else None,
     }

@@ -38,6 +38,21 @@ def test_from_the_misleading_variant_a_rewrite_is_accepted_and_confirmed(tmp_pat
     record = json.loads(next((tmp_path / "results").glob("*-tune/tune.json")).read_text())
     splits = json.loads(next((tmp_path / "results").glob("*-tune/splits.json")).read_text())
     assert record["tune"] == summary and set(splits["validation"]).isdisjoint(splits["confirmation"])
+    assert record["command"].startswith("EVAL_MODEL=control:lexical python -m tuning --from ")
+    # The page: the search as a table and a plot, the confirmation, the finalist's readable diff.
+    page = Path(str(summary["page"])).read_text(encoding="utf-8")
+    accepted = next(d for d in record["decisions"] if d["accepted"])
+    assert accepted["candidate"] in page and "<svg" in page and ": <b>confirmed</b>" in page
+    diff = (Path(str(summary["page"])).parent / "diff.txt").read_text(encoding="utf-8")
+    changed = [tool for tool in written if written[tool] != yaml.safe_load(MISLEADING.read_text()).get(tool)]
+    assert changed and all(f"finalist: {tool}" in diff for tool in changed), diff
+    # Each child run says what it measured: the part of the split, the incumbent and the candidate.
+    tuned = {
+        json.loads(path.read_text()).get("tuning", {}).get("part") for path in (tmp_path / "results").glob("*/run.json")
+    }
+    assert {"train", "validation", "confirmation"} <= tuned
+    first = json.loads(next((tmp_path / "results").glob("*-c1-B/run.json")).read_text())["tuning"]
+    assert first["incumbent"] == "incumbent-0" and first["candidate"] == "candidate-1"
 
 
 @pytest.mark.long
