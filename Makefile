@@ -35,7 +35,7 @@ export PYTHONDONTWRITEBYTECODE :=
 CORES := $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= $(if $(DATABASE_URL),0,$(shell n=$$(( (3 * $(CORES) + 1) / 2 )); [ $$n -gt 4 ] && n=4; echo $$n))
 
-.PHONY: eval test test-long check lint typecheck clean server janitor pool dataset bench calibrate ab tune smoke npm snapshot validity lock
+.PHONY: eval test test-long check lint typecheck clean server janitor pool dataset bench calibrate ab tune watch smoke npm snapshot validity lock
 
 # What the project installs into the venv (`make PIP_INSTALL_ARGS=-e . ...` to leave out the dev tools).
 PIP_INSTALL_ARGS ?= -e '.[dev]'
@@ -136,6 +136,9 @@ ab: $(STAMP)  ## Paired, adaptive A/B: make ab A=<variant file|@prompt|provider:
 
 tune: $(STAMP)  ## Tune the tool descriptions under the acceptance rule: make tune [FROM=<variant file>] (docs/tuning.md).
 	@$(call THEN_STOP,$(PY) -m tuning $(if $(FROM),--from "$(FROM)") $(if $(SEED),--seed "$(SEED)"),$(STOP_PG))
+
+watch: $(STAMP)  ## The server's own tool changes since the last watch, A/B'd on the cases they touch: make watch [BASELINE=<surface.json>] [MAX=5] (docs/tuning.md#the-watch).
+	@$(call THEN_STOP,$(PY) -m tuning.watch $(if $(BASELINE),--baseline "$(BASELINE)") $(if $(MAX),--max $(MAX)) $(if $(SUMMARY),--summary "$(SUMMARY)"),$(STOP_PG))
 
 server: $(STAMP)  ## Serve the local Neon-compatible MCP server over Streamable HTTP on :8787.
 	@$(call THEN_STOP,$(PY) -m localneon --transport http --port 8787,$(STOP_PG))

@@ -1,7 +1,9 @@
-"""Tuning a server's tool descriptions under a safety guarantee (issue 39): the pieces built so far.
+"""Tuning a server's tool descriptions under a safety guarantee, and watching the server's own changes.
 
 `splits` fixes which cases train the proposer, choose candidates and confirm the finalist;
-`acceptance` is the rule a candidate must pass against the incumbent on validation; `proposer` is
-the offline proposer's documented edit operators. The loop that runs them through the real CLI
-(`make tune`) is not built yet: docs/tuning.md says what is and is not.
+`acceptance` is the rule a candidate must pass against the incumbent on validation; `proposer` (the
+documented edit operators) and `model_proposer` (a model reading the train trials) make candidates;
+`evidence` reads the runs' records; `loop` runs it all through the real CLI (`make tune`) and `page`
+shows it. `surface_diff` and `watch` compare a server's tool surface with the last one kept and A/B
+the cases a change touches (`make watch`). docs/tuning.md says what each is for.
 """

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, TypeVar, cast
 
 from harness.config import Settings
-from harness.mcp.client import connect
+from harness.mcp.client import ServerTool, connect
 from harness.mcp.toolview import ToolView
 from harness.run.shared import shared_local_server
 from harness.run.trial import TrialRunner, describe_error
 from harness.servers.registry import family_for
+
+T = TypeVar("T")
 
 
 async def count_model_tools(settings: Settings) -> int:
@@ -37,7 +42,46 @@ async def model_tool_descriptions(settings: Settings) -> dict[str, str]:
     return {tool.name: tool.description or "" for tool in view.tools}
 
 
-async def _tool_view(settings: Settings) -> ToolView:
+SANDBOX_PLACEHOLDER = "{sandbox_id}"
+MAIN_PLACEHOLDER = "{main_id}"
+
+
+async def server_tools(settings: Settings) -> list[ServerTool]:
+    """Every tool the server under `settings` lists to a trial's session, as it lists it (name,
+    description, input schema, annotations; no override, filter or decoy): what the watch on a
+    server's own changes keeps and compares (`tuning.watch`). A session is pinned to its sandbox, and
+    a server may name it in its words (the twin's and Neon's project-scope notice): the sandbox's and
+    its main's ids are written as `{sandbox_id}` and `{main_id}`, so two listings differ only where
+    the server changed."""
+    tools, _, ids = await _listed(settings)
+    return [
+        replace(
+            tool,
+            description=_placeheld(tool.description, ids),
+            input_schema=_placeheld(tool.input_schema, ids),
+            flat_schema=_placeheld(tool.flat_schema, ids),
+            annotations=_placeheld(tool.annotations, ids),
+        )
+        for tool in tools
+    ]
+
+
+def _placeheld(value: T, ids: Mapping[str, str]) -> T:
+    """`value` with every id in `ids` replaced by its placeholder, in every string it holds."""
+    found: Any = value
+    if isinstance(found, str):
+        for given, placeholder in ids.items():
+            found = found.replace(given, placeholder)
+    elif isinstance(found, dict):
+        found = {key: _placeheld(item, ids) for key, item in found.items()}
+    elif isinstance(found, list):
+        found = [_placeheld(item, ids) for item in found]
+    return cast(T, found)
+
+
+async def _listed(settings: Settings) -> tuple[list[ServerTool], dict[str, str] | None, dict[str, str]]:
+    """The server's tools for a session pinned as a trial's is, the run's description overrides, and
+    the session's sandbox and main ids with their placeholders."""
     async with TrialRunner(settings, local_server=shared_local_server(settings), write_results=False) as runner:
         assert runner.backend is not None
         backend = runner.backend
@@ -46,11 +90,15 @@ async def _tool_view(settings: Settings) -> ToolView:
             asyncio.timeout(settings.trial_timeout),  # bounded like a trial's own session
         ):
             target = await backend.target_for(sandbox)
+            named = {sandbox.sandbox_id: SANDBOX_PLACEHOLDER, sandbox.main_id: MAIN_PLACEHOLDER}
+            ids = {given: placeholder for given, placeholder in named.items() if len(given) >= 4}
             async with connect(target, backend.mcp_headers) as connection:
-                server_tools = await connection.list_tools()
-        return ToolView(
-            server_tools, overrides=runner.overrides, decoys=settings.decoys, name_filter=settings.tool_filter
-        )
+                return await connection.list_tools(), runner.overrides, ids
+
+
+async def _tool_view(settings: Settings) -> ToolView:
+    server_tools, overrides, _ = await _listed(settings)
+    return ToolView(server_tools, overrides=overrides, decoys=settings.decoys, name_filter=settings.tool_filter)
 
 
 def count_model_tools_blocking(settings: Settings, timeout: float = 180.0) -> int | str:
