@@ -47,6 +47,21 @@ def forget_process_env() -> None:
     _SNAPSHOT.clear()
 
 
+def positive_seconds(env: Mapping[str, str], variable: str, default: float) -> float:
+    """`variable` of `env` as seconds above 0 (`default` when unset); anything else is a ValueError
+    naming the variable, so a bad value stops a run before its first step."""
+    text = env.get(variable, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{variable}={text!r} is not a number of seconds above 0 (default {default:g})")
+    return value
+
+
 def _text(env: Mapping[str, str], name: str) -> str | None:
     """The variable as set, or None when it is unset or empty (its value is not stripped)."""
     return env.get(name) or None

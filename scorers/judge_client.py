@@ -48,7 +48,7 @@ import httpx2
 from autoevals import LLMClassifier
 from autoevals.oai import GATEWAY_URL
 
-from harness.environment import process_env
+from harness.environment import positive_seconds, process_env
 from harness.models.endpoint import endpoint_key
 from harness.models.rules import ModelRules, anthropic_rules, openai_rules, trial_cost_usd
 from harness.recording.records import TrialRecord, Usage
@@ -139,16 +139,7 @@ def _anthropic_openai_url(env: Mapping[str, str]) -> str:
 def judge_timeout(env: Mapping[str, str]) -> float:
     """EVAL_JUDGE_TIMEOUT in seconds (default 120); anything but a number above 0 is a ValueError
     naming the variable, which stops the run before its first trial."""
-    text = env.get(TIMEOUT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds above 0 (default 120)")
-    return value
+    return positive_seconds(env, TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S)
 
 
 def _settings_for(provider: Provider, env: Mapping[str, str], model: str | None) -> JudgeSettings | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analysis.paired import case_votes, count_votes
 from analysis.stats import ALPHA, Interval, exact_upper_bound, holm, paired_bootstrap, sign_test
@@ -70,6 +70,19 @@ class Decision:
     harm_bounds: Mapping[str, tuple[float, float]]  # harm -> (incumbent rate + margin, candidate's upper bound)
     losing_workflows: tuple[str, ...]
     wrong_choice_raise: int  # cases the candidate newly chose a wrong tool on, minus those it stopped
+    # Rule (d) with twins: cases where a twin wearing the candidate's words drew the model more often
+    # than a twin wearing the incumbent's, and fewer (None: the twin check did not run).
+    twin_votes: tuple[int, int] | None = None
+
+
+def with_twin_votes(decision: Decision, more: int, fewer: int, alpha: float = ALPHA) -> Decision:
+    """The decision once the twin check has run: refused as persuasion when the twins wearing the
+    candidate's words drew the model on significantly more cases (one-sided sign test at `alpha`)."""
+    persuades = one_sided_sign_test(more, fewer) <= alpha
+    refused = decision.refused_by
+    if persuades and "persuasion" not in refused:
+        refused = tuple(rule for rule in RULES if rule in {*refused, "persuasion"})
+    return replace(decision, twin_votes=(more, fewer), refused_by=refused, accepted=not refused)
 
 
 def one_sided_sign_test(better: int, worse: int) -> float:

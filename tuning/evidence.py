@@ -112,3 +112,19 @@ def paired_evidence(
         harm: (HarmCounts(n[0], n[1]), HarmCounts(n[2], n[3])) for harm, n in counts.items() if n[1] and n[3]
     }
     return Evidence(candidate, pairs, workflows, harm_counts, wrong)
+
+
+def twin_votes(
+    incumbent_trials: Mapping[tuple[str, int], ScoredTrial],
+    candidate_trials: Mapping[tuple[str, int], ScoredTrial],
+    twins: Sequence[str],
+) -> tuple[int, int]:
+    """Cases where the candidate's arm called a twin in more of its paired trials than the incumbent's
+    arm, and cases where in fewer (the twins: decoy copies of the rewritten tools, `twin:` overrides)."""
+    names = set(twins)
+    drawn: dict[str, list[int]] = {}
+    for key in sorted(set(incumbent_trials) & set(candidate_trials)):
+        counts = drawn.setdefault(key[0], [0, 0])
+        for arm, trials in enumerate((incumbent_trials, candidate_trials)):
+            counts[arm] += any(call.name in names for call in trials[key].record.tool_calls)
+    return sum(b > a for a, b in drawn.values()), sum(b < a for a, b in drawn.values())

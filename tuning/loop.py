@@ -25,8 +25,9 @@ import yaml
 
 from analysis.rescore import ScoredTrial
 from harness.cases import Case
-from tuning.acceptance import HARMS, Decision, Evidence, decide
-from tuning.evidence import paired_evidence, scored_run, train_failures
+from harness.mcp.toolview import TWIN_PREFIX, TWIN_SUFFIX
+from tuning.acceptance import HARMS, Decision, Evidence, decide, with_twin_votes
+from tuning.evidence import paired_evidence, scored_run, train_failures, twin_votes
 from tuning.page import Tried, description_diff, is_confirmed, render_page
 from tuning.proposer import Candidate, propose
 from tuning.splits import Splits
@@ -244,6 +245,9 @@ def _search(
         _count(result, [*arms[0].values(), *arms[1].values()])
         tried.append(paired_evidence(candidate.name, arms[0], arms[1], HARMS))
         decision = decide(tried, margin=plan.margin)
+        if decision.accepted:  # the one rule left that could refuse it: words that draw whatever wears them
+            words = ((incumbent, describe(incumbent)), (proposed, describe(proposed)))
+            decision = _twin_check(run, result, cases, f"c{number}", decision, words, splits)
         result.decisions.append(decision)
         diff = description_diff(describe(incumbent), describe(proposed), incumbent_path.stem, path.stem)
         result.tried.append(Tried(number, decision, candidate.operators, incumbent_path.stem, diff))
@@ -265,6 +269,38 @@ def _search(
         verdict = "confirmed" if result.confirmed else "not confirmed"
         note = f"tuned from {plan.start_name} by run {plan.run_id} (seed {plan.seed}); {verdict} on the untouched part"
         result.variant = write_variant(plan.variants_dir / f"tuned-{plan.run_id}.yaml", incumbent, note)
+
+
+def _twin_check(
+    run: TuneRun,
+    result: TuneResult,
+    cases: Mapping[str, Case],
+    label: str,
+    decision: Decision,
+    arms: tuple[tuple[Mapping[str, str], Mapping[str, str]], tuple[Mapping[str, str], Mapping[str, str]]],
+    splits: Splits,
+) -> Decision:
+    """Rule (d) with twins, on validation: each rewritten tool gets a decoy twin (its schema, never
+    forwarded) wearing the incumbent's words in one arm and the candidate's in the other; words that
+    draw the model to whatever tool wears them draw it to the twin too, and are refused. `arms`: the
+    incumbent's and the candidate's (overrides, every tool's words)."""
+    (before, before_words), (after, after_words) = arms
+    rewritten = sorted(tool for tool in after_words if after_words[tool] != before_words.get(tool))
+    if not rewritten:
+        return decision
+    paths = [
+        write_variant(
+            run.folder / f"{label}-twins-{side}.yaml",
+            {**overrides, **{TWIN_PREFIX + tool: words[tool] for tool in rewritten if words.get(tool)}},
+            f"the {side} with twins of {', '.join(rewritten)}",
+        )
+        for side, overrides, words in (("incumbent", before, before_words), ("candidate", after, after_words))
+    ]
+    first, second = run.paired(f"{label}-twins", paths[0], paths[1], splits.validation)
+    scored = scored_run(first, cases), scored_run(second, cases)
+    _count(result, [*scored[0].values(), *scored[1].values()])
+    more, fewer = twin_votes(scored[0], scored[1], [tool + TWIN_SUFFIX for tool in rewritten])
+    return with_twin_votes(decision, more, fewer)
 
 
 def _count(result: TuneResult, trials: Iterable[ScoredTrial]) -> None:

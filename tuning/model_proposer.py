@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from analysis.rescore import ScoredTrial
 from analysis.summary import OVERALL
+from harness.environment import positive_seconds
 from harness.recording.redact import redact_connection_passwords
 from scorers.judge_client import PLACEHOLDER_KEY, judge_settings, no_judge_reason
 from tuning.proposer import Candidate
@@ -141,16 +142,7 @@ def no_route_reason(env: Mapping[str, str]) -> str:
 
 
 def _timeout(env: Mapping[str, str]) -> float:
-    text = env.get(TIMEOUT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds above 0 (default 300)")
-    return value
+    return positive_seconds(env, TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S)
 
 
 # --- the request ------------------------------------------------------------------------------------

@@ -59,7 +59,11 @@ def is_confirmed(decision: Decision) -> bool:
 
 
 def _rule_text(decision: Decision) -> str:
-    return "accepted" if decision.accepted else "refused by " + ", ".join(decision.refused_by)
+    verdict = "accepted" if decision.accepted else "refused by " + ", ".join(decision.refused_by)
+    if decision.twin_votes is None:
+        return verdict
+    more, fewer = decision.twin_votes
+    return f"{verdict} (twins in its words drawn on {more} more cases, {fewer} fewer)"
 
 
 def _interval(decision: Decision) -> str:

@@ -1,4 +1,4 @@
-"""The one transform between the server's tools and the model: overrides, decoys, order, filter.
+"""The one transform between the server's tools and the model: overrides, decoys, twins, order, filter.
 
 Why one step: whatever the model sees is decided here and hashed here, so a record's
 `tool_view_hash` identifies exactly the names, descriptions, schemas and order the model was
@@ -121,6 +121,13 @@ DECOYS: list[ViewTool] = [
 ]
 
 
+# A variant's key `twin:<tool>` adds a decoy twin of that server tool: its schema, the given words, the
+# name `<tool>_2`, never forwarded. A description that draws a model to whatever tool wears it draws it
+# to the twin too (the tuning loop's persuasion check: docs/tuning.md).
+TWIN_PREFIX = "twin:"
+TWIN_SUFFIX = "_2"
+
+
 def load_overrides(path: Path) -> dict[str, str]:
     """A YAML or JSON mapping of tool name to description."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -162,6 +169,12 @@ class ToolView:
                 continue
             description = (overrides or {}).get(tool.name, tool.description)
             shown.append(ViewTool(tool.name, description, tool.flat_schema))
+        offered = {tool.name for tool in shown}
+        for key, text in sorted((overrides or {}).items()):
+            original = key.removeprefix(TWIN_PREFIX)
+            if key.startswith(TWIN_PREFIX) and original in offered:
+                schema = self.server_tools[original].flat_schema
+                shown.append(ViewTool(original + TWIN_SUFFIX, text, schema, decoy=True))
         taken = {tool.name for tool in shown} | set(self.server_tools)
         available = [decoy for decoy in DECOYS if decoy.name not in taken]
         if decoys > len(available):

@@ -94,3 +94,18 @@ def test_decoys_never_collide_with_server_tools() -> None:
 def test_trial_seed_differs_per_trial() -> None:
     assert trial_seed(1, "a", 0) == trial_seed(1, "a", 0)
     assert len({trial_seed(1, "a", i) for i in range(10)}) == 10
+
+
+def test_a_twin_copies_a_tools_schema_under_other_words_and_is_never_forwarded() -> None:
+    """`twin:<tool>` in a variant adds `<tool>_2`: the same schema, the words given, a decoy. A twin of
+    a tool the view does not show (filtered out, or not the server's) is not added."""
+    overrides = {"run_sql": "Runs SQL.", "twin:run_sql": "The tool for every change.", "twin:drop_everything": "x"}
+    view = ToolView(tools(), overrides=overrides, name_filter="sql|migration")
+    twin = view.by_name["run_sql_2"]
+    assert twin.decoy and twin.description == "The tool for every change."
+    assert twin.input_schema == view.by_name["run_sql"].input_schema
+    assert view.kind("run_sql_2") == "decoy" and view.decoy_count == 1
+    assert "drop_everything_2" not in view.by_name and "twin:run_sql" not in view.by_name
+    assert view.hash != ToolView(tools(), overrides={"run_sql": "Runs SQL."}, name_filter="sql|migration").hash
+    filtered = ToolView(tools(), overrides={"twin:run_sql": "x"}, name_filter="migration")
+    assert "run_sql_2" not in filtered.by_name

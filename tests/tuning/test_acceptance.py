@@ -4,10 +4,11 @@ bounds, workflows that lose, and persuasion."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from tuning.acceptance import Evidence, HarmCounts, decide, one_sided_sign_test
+from tuning.acceptance import Evidence, HarmCounts, decide, one_sided_sign_test, with_twin_votes
 
 WON = [(False, True)] * 3  # a case the candidate passes three times and the incumbent never
 LOST = [(True, False)] * 3
@@ -80,3 +81,15 @@ def test_a_persuasive_candidate_that_draws_the_wrong_tool_is_refused() -> None:
     assert decision.wrong_choice_raise == 1 and decision.refused_by == ("persuasion",)
     even = {"case-0": (False, True), "case-2": (True, False)}
     assert decide([evidence("even", five, wrong_choices=even)]).accepted
+
+
+def test_twins_that_draw_the_model_on_significantly_more_cases_refuse_as_persuasion() -> None:
+    """One-sided sign test at 0.05: 5-0 gives p = 1/32 (refused), 4-0 gives 1/16 (kept)."""
+    base = decide([Evidence("c", {"a": [(False, True)]}, {"a": "w"})])
+    accepted = replace(base, accepted=True, refused_by=())
+    refused = with_twin_votes(accepted, 5, 0)
+    assert not refused.accepted and refused.refused_by == ("persuasion",) and refused.twin_votes == (5, 0)
+    kept = with_twin_votes(accepted, 4, 0)
+    assert kept.accepted and kept.twin_votes == (4, 0)
+    already = with_twin_votes(replace(base, accepted=False, refused_by=("gain",)), 9, 1)
+    assert already.refused_by == ("gain", "persuasion")

@@ -91,3 +91,46 @@ def test_a_planted_persuasive_rewrite_is_refused_as_persuasion(tmp_path: Path) -
     assert decision["candidate"] == "loud run_sql" and not decision["accepted"], said[-3000:]
     assert {"persuasion", "workflow"} & set(decision["refused_by"]), decision
     assert decision["wrong_choice_raise"] > 0 and summary["accepted"] == 0
+
+
+TWIN_CASES = (
+    "add-column-description",
+    "add-column-category",
+    "add-column-reading-time",
+    "add-column-is-featured",
+    "rename-column-content-to-body",
+    "create-index-posts-title",
+    "drop-column-excerpt",
+    "add-not-null-display-name",
+)
+
+
+@pytest.mark.long  # one paired A/B through the real CLI, 8 cases x up to 2 trials an arm
+def test_twins_wearing_persuasive_words_draw_the_model_where_honest_words_do_not(tmp_path: Path) -> None:
+    """The twin check's measure, through `python -m evals.ab`: a decoy twin of run_sql wearing the
+    honest words is rarely drawn on schema changes; wearing the persuasive words, it is drawn on
+    significantly more cases: rule (d)'s refusal."""
+    from tuning.acceptance import one_sided_sign_test
+    from tuning.evidence import scored_run, twin_votes
+
+    honest = yaml.safe_load(HONEST.read_text())
+    arm_a, arm_b = tmp_path / "honest twins.yaml", tmp_path / "loud twins.yaml"
+    arm_a.write_text(yaml.safe_dump({**honest, "twin:run_sql": honest["run_sql"]}))
+    arm_b.write_text(yaml.safe_dump({**honest, "run_sql": PERSUASIVE_RUN_SQL, "twin:run_sql": PERSUASIVE_RUN_SQL}))
+    env = offline_env(
+        tmp_path / "results",
+        EVAL_MODEL="control:lexical",
+        EVAL_RUN_ID="twins",
+        EVAL_CASE_IDS=",".join(TWIN_CASES),
+        EVAL_TRIALS="adaptive:2",
+        EVAL_ALLOW_MAIN_DAMAGE="1",
+    )
+    done = run_in_repo(python_module("evals.ab", str(arm_a), str(arm_b), "--max", "2"), env, timeout=900)
+    assert done.returncode in (0, 1), done.stderr[-4000:]
+    from harness.cases import load_cases
+
+    cases = {case.id: case for case in load_cases()}
+    first, second = (scored_run(tmp_path / "results" / f"twins-{arm}", cases) for arm in "AB")
+    assert {key[0] for key in first} == set(TWIN_CASES) and first.keys() == second.keys()
+    more, fewer = twin_votes(first, second, ["run_sql_2"])
+    assert one_sided_sign_test(more, fewer) <= 0.05, (more, fewer)

@@ -18,7 +18,7 @@ from harness.servers.dbhub.conventions import ROLES as DBHUB_ROLES
 from harness.servers.neon.conventions import ROLES as NEON_ROLES
 from localneon.mcp.snapshot import own_tools
 from localneon.mcp.surface import tool_entry
-from tests.evals.cli import REPO_ROOT, offline_env, python_module, run_in_repo
+from tests.evals.cli import COUNT_POSTS_CASE, REPO_ROOT, offline_env, python_module, run_in_repo, subtitle_case
 from tuning.surface_diff import (
     SurfaceDocumentError,
     SurfaceTool,
@@ -131,31 +131,19 @@ def test_a_server_is_kept_under_a_name_without_credentials_or_version() -> None:
 # --- which cases involve a tool ---------------------------------------------------------------------
 
 
-def case(text: str) -> Case:
+def entry(text: str) -> dict[str, Any]:
+    """One case as a mapping, from a YAML mapping or a one-entry list (as tests/evals/cli.py writes them)."""
     raw = yaml.safe_load(text)
+    return raw[0] if isinstance(raw, list) else raw
+
+
+def case(text: str) -> Case:
+    raw = entry(text)
     return validate_case(raw, raw["id"], REPO_ROOT / "datasets" / "cases" / "tool_selection.yaml")
 
 
-SUBTITLE = """
-id: add-column-subtitle
-scenario: prepare
-fixture: blog
-input: "In my {project_id} project, add a subtitle column (text) to the posts table."
-reference_sql: "ALTER TABLE posts ADD COLUMN subtitle text;"
-target: {table: posts, column: subtitle}
-required_tools: [prepare_database_migration]
-forbidden_tools: [complete_database_migration]
-expected_answer: "I added subtitle to posts on a temporary branch. Shall I apply it to main?"
-"""
-COUNT_POSTS = """
-id: read-count-posts
-scenario: tool_selection
-fixture: blog
-input: "How many posts are there in my {project_id} project?"
-reference_calls: [{tool: run_sql, arguments: {sql: "SELECT count(*) FROM posts"}}]
-forbidden_tools: [prepare_database_migration, complete_database_migration]
-expected_answer: "There are 200 posts."
-"""
+SUBTITLE = subtitle_case()  # the shared CLI cases, each one YAML list entry
+COUNT_POSTS = COUNT_POSTS_CASE
 DESCRIBE_POSTS = """
 id: read-describe-posts
 scenario: tool_selection
@@ -199,7 +187,7 @@ def test_the_rule_reads_a_family_by_its_roles() -> None:
     [sql] = DBHUB_ROLES.run_sql[:1]
     read = case(
         COUNT_POSTS.replace("run_sql", sql).replace(
-            "forbidden_tools: [prepare_database_migration, complete_database_migration]\n", ""
+            "    forbidden_tools: [prepare_database_migration, complete_database_migration]\n", ""
         )
     )
     assert sql in involved_tools(read, DBHUB_ROLES)
@@ -245,7 +233,7 @@ def journey(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Three watches of one server: its first surface, the same again, then one tool's words changed."""
     folder = tmp_path_factory.mktemp("watch with spaces")
     dataset = folder / "cases.yaml"
-    entries = [yaml.safe_load(text) for text in (SUBTITLE, COUNT_POSTS, DESCRIBE_POSTS)]
+    entries = [entry(text) for text in (SUBTITLE, COUNT_POSTS, DESCRIBE_POSTS)]
     dataset.write_text(yaml.safe_dump({"version": 1, "cases": entries}), encoding="utf-8")
     results = folder / "results"
     env = offline_env(results, EVAL_MODEL="control:lexical", EVAL_DATASET=str(dataset))
