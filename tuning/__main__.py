@@ -20,7 +20,7 @@ import asyncio
 import json
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -65,9 +65,13 @@ def model_proposer(route: ProposerRoute) -> Proposer:
     """The loop's proposer when a model route is set: the model reads the train trials (only those)."""
 
     def proposer(
-        current: Mapping[str, str], trained: Mapping[tuple[str, int], ScoredTrial], splits: Splits, limit: int
+        current: Mapping[str, str],
+        trained: Mapping[tuple[str, int], ScoredTrial],
+        splits: Splits,
+        limit: int,
+        spent: Callable[[float], None],
     ) -> list[Candidate]:
-        return propose_with_model(current, trained, splits, limit, route)
+        return propose_with_model(current, trained, splits, limit, route, spent=spent)
 
     return proposer
 

@@ -25,7 +25,7 @@ import yaml
 
 from analysis.rescore import ScoredTrial
 from harness.cases import Case
-from harness.mcp.toolview import TWIN_PREFIX, TWIN_SUFFIX
+from harness.mcp.toolview import PARAMETER_SEPARATOR, TWIN_PREFIX, TWIN_SUFFIX
 from tuning.acceptance import HARMS, Decision, Evidence, decide, with_twin_votes
 from tuning.evidence import paired_evidence, scored_run, train_failures, twin_votes
 from tuning.page import Tried, description_diff, is_confirmed, render_page
@@ -77,6 +77,10 @@ class TuneResult:
     trials: int = 0  # trials run so far, every child run's
     spend_usd: float = 0.0  # what those trials cost, where the model has a price
     stopped_by: str | None = None  # "budget", "trials" or "interrupted" when the loop ended early
+
+    def add_spend(self, usd: float) -> None:
+        """What something besides a trial cost (the model proposer's request)."""
+        self.spend_usd += usd
 
     @property
     def confirmed(self) -> bool:
@@ -177,16 +181,24 @@ class TuneRun:
         return self.results / f"{run_id}-A", self.results / f"{run_id}-B"
 
 
-Proposer = Callable[[Mapping[str, str], Mapping[tuple[str, int], ScoredTrial], Splits, int], list[Candidate]]
+# A proposer: (every tool's words now, the train run's trials, the split, at most how many, where to
+# report what proposing cost) -> candidates.
+Proposer = Callable[
+    [Mapping[str, str], Mapping[tuple[str, int], ScoredTrial], Splits, int, Callable[[float], None]], list[Candidate]
+]
 
 
 def offline_proposer(surface: Mapping[str, str]) -> Proposer:
     """The documented edit operators (`tuning.proposer.propose`), reading the train failures only."""
 
     def proposer(
-        current: Mapping[str, str], trained: Mapping[tuple[str, int], ScoredTrial], splits: Splits, limit: int
+        current: Mapping[str, str],
+        trained: Mapping[tuple[str, int], ScoredTrial],
+        splits: Splits,
+        limit: int,
+        spent: Callable[[float], None],
     ) -> list[Candidate]:
-        return propose(current, train_failures(trained), splits, limit, surface=surface)
+        return propose(current, train_failures(trained), splits, limit, surface=surface)  # costs nothing
 
     return proposer
 
@@ -231,7 +243,7 @@ def _search(
     trained = scored_run(run.train(incumbent_path, splits.train), cases)
     _count(result, trained.values())
     candidates = [Candidate(name, dict(overrides), ("given",)) for name, overrides in plan.given.items()]
-    candidates += proposer(describe(incumbent), trained, splits, plan.max_candidates)
+    candidates += proposer(describe(incumbent), trained, splits, plan.max_candidates, result.add_spend)
     tried: list[Evidence] = []
     for number, candidate in enumerate(candidates, start=1):
         if (reason := _over_budget(plan, result, number - 1)) is not None:
@@ -285,7 +297,9 @@ def _twin_check(
     draw the model to whatever tool wears them draw it to the twin too, and are refused. `arms`: the
     incumbent's and the candidate's (overrides, every tool's words)."""
     (before, before_words), (after, after_words) = arms
-    rewritten = sorted(tool for tool in after_words if after_words[tool] != before_words.get(tool))
+    rewritten = sorted(
+        tool for tool in after_words if PARAMETER_SEPARATOR not in tool and after_words[tool] != before_words.get(tool)
+    )
     if not rewritten:
         return decision
     paths = [

@@ -30,6 +30,9 @@ from urllib.parse import urlsplit, urlunsplit
 from analysis.rescore import ScoredTrial
 from analysis.summary import OVERALL
 from harness.environment import positive_seconds
+from harness.mcp.toolview import PARAMETER_SEPARATOR
+from harness.models.rules import anthropic_rules, openai_rules, trial_cost_usd
+from harness.recording.records import Usage
 from harness.recording.redact import redact_connection_passwords
 from scorers.judge_client import PLACEHOLDER_KEY, judge_settings, no_judge_reason
 from tuning.proposer import Candidate
@@ -263,6 +266,10 @@ is one that wins some kinds of request and loses others.
 - Keep each description about as long as it is now, or shorter.
 - Each candidate is one idea; different candidates try different ideas.
 
+Where the failures point at a parameter (the agent passed a name where an id was wanted, left out \
+the database, put DDL in the wrong argument), rewrite that parameter's description instead: its key is \
+"<tool name>.<parameter name>", as in parameter_descriptions_now.
+
 Answer with JSON only, no prose around it:
 {"candidates": [{"name": "short-slug", "descriptions": {"<tool name>": "<the whole new description>"}, \
 "rationale": "one sentence"}]}
@@ -289,8 +296,13 @@ def build_request(
             if tool in current:
                 involved.setdefault(tool)
     evidence = {
-        "every_tool": sorted(current),
+        "every_tool": sorted(key for key in current if PARAMETER_SEPARATOR not in key),
         "descriptions_now": {tool: current[tool] for tool in sorted(involved)},
+        "parameter_descriptions_now": {
+            key: text
+            for key, text in sorted(current.items())
+            if PARAMETER_SEPARATOR in key and key.split(PARAMETER_SEPARATOR, 1)[0] in involved
+        },
         "train_trials": len(trained),
         "failing_trials": len(failing),
         "failing_trials_shown": [trial_excerpt(trial, route) for _, trial in shown],
@@ -397,9 +409,25 @@ def _server_message(error: Any) -> str:
     return str(error.message)
 
 
-def ask(request: Mapping[str, Any], route: ProposerRoute) -> tuple[str, bool]:
-    """Send the request; the answer's text and whether it was cut at max_tokens. A refusal or an
-    unreachable route is a ProposerAnswerError with the server's words, the key scrubbed."""
+@dataclass(frozen=True)
+class Answer:
+    """What the route answered: the text, whether max_tokens cut it, and its cost where the model has a
+    price and the answer came from the model asked for (never a guess: None otherwise)."""
+
+    text: str
+    cut: bool
+    cost_usd: float | None
+
+
+def answer_cost(route: ProposerRoute, answered_by: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    rules = anthropic_rules(route.model) if route.model.startswith("claude-") else openai_rules(route.model)
+    usage = Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens, model_calls=1)
+    return trial_cost_usd(route.model, rules, usage, [answered_by] if answered_by else [])
+
+
+def ask(request: Mapping[str, Any], route: ProposerRoute) -> Answer:
+    """Send the request; the answer (`Answer`). A refusal or an unreachable route is a
+    ProposerAnswerError with the server's words, the key scrubbed."""
     import openai
 
     client = openai.OpenAI(
@@ -420,7 +448,9 @@ def ask(request: Mapping[str, Any], route: ProposerRoute) -> tuple[str, bool]:
     if not response.choices:
         raise ProposerAnswerError(f"{route.label} answered with no choices")
     choice = response.choices[0]
-    return str(choice.message.content or ""), choice.finish_reason == "length"
+    used = response.usage
+    cost = answer_cost(route, str(response.model or ""), used.prompt_tokens, used.completion_tokens) if used else None
+    return Answer(str(choice.message.content or ""), choice.finish_reason == "length", cost)
 
 
 def propose_with_model(
@@ -430,13 +460,15 @@ def propose_with_model(
     limit: int,
     route: ProposerRoute,
     note: Note | None = None,
+    spent: Callable[[float], None] | None = None,
 ) -> list[Candidate]:
     """Candidates a model writes from the failing train trials, at most `limit`, each `operators=("model",)`.
 
-    `current` is every tool's description as the incumbent has it; `trained` the train run's trials
-    (`tuning.evidence.scored_run`). A trial of a case outside the train part is refused (ValueError
-    naming it) before anything is sent. A limit under 1 asks nothing; so does no failing trial, and
-    the note says so. `note` hears every dropped tool or candidate and each rationale (default: stderr)."""
+        `current` is every tool's description as the incumbent has it; `trained` the train run's trials
+        (`tuning.evidence.scored_run`). A trial of a case outside the train part is refused (ValueError
+        naming it) before anything is sent. A limit under 1 asks nothing; so does no failing trial, and
+        the note says so. `note` hears every dropped tool or candidate and each rationale (default: stderr);
+    `spent` hears the request's cost where the model has a price (the loop adds it to the run's spend)."""
     say = note or _stderr
     refuse_other_parts(trained, splits)
     if limit < 1:
@@ -444,8 +476,12 @@ def propose_with_model(
     if not any(trial.verdicts.get(OVERALL) is False for trial in trained.values()):
         say("no failing train trial: nothing for the model to read, nothing asked")
         return []
-    text, cut = ask(build_request(current, trained, limit, route), route)
-    listed = parse_answer(text, route, cut)
+    answer = ask(build_request(current, trained, limit, route), route)
+    if answer.cost_usd is not None:
+        say(f"{route.label}: the proposal cost ${answer.cost_usd:.4f}")
+        if spent is not None:
+            spent(answer.cost_usd)
+    listed = parse_answer(answer.text, route, answer.cut)
     made = candidates_from(listed, current, limit, say)
     if listed and not made:
         say(f"{route.label} proposed {len(listed)} candidate(s), none usable (each reason above)")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 
 from harness.config import Settings
 from harness.mcp.client import ServerTool, connect
-from harness.mcp.toolview import ToolView
+from harness.mcp.toolview import ToolView, parameter_key
 from harness.run.shared import shared_local_server
 from harness.run.trial import TrialRunner, describe_error
 from harness.servers.registry import family_for
@@ -37,9 +37,16 @@ async def model_tool_view(settings: Settings) -> tuple[int, str, tuple[str, ...]
 
 async def model_tool_descriptions(settings: Settings) -> dict[str, str]:
     """Each tool the model is offered under `settings`, with the description it reads (overrides and
-    the worn surface applied, decoys left out): what the tuning loop rewrites."""
+    the worn surface applied, decoys left out), and each described parameter's words under
+    `<tool>.<parameter>`: what the tuning loop rewrites (a variant file's keys)."""
     view = await _tool_view(settings.model_copy(update={"decoys": 0}))
-    return {tool.name: tool.description or "" for tool in view.tools}
+    described: dict[str, str] = {}
+    for tool in view.tools:
+        described[tool.name] = tool.description or ""
+        for name, spec in (tool.input_schema.get("properties") or {}).items():
+            if isinstance(spec, dict) and isinstance(spec.get("description"), str) and spec["description"]:
+                described[parameter_key(tool.name, name)] = spec["description"]
+    return described
 
 
 SANDBOX_PLACEHOLDER = "{sandbox_id}"

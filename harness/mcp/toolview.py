@@ -1,4 +1,5 @@
-"""The one transform between the server's tools and the model: overrides, decoys, twins, order, filter.
+"""The one transform between the server's tools and the model: overrides (of tools and of their
+parameters), decoys, twins, order, filter.
 
 Why one step: whatever the model sees is decided here and hashed here, so a record's
 `tool_view_hash` identifies exactly the names, descriptions, schemas and order the model was
@@ -13,6 +14,7 @@ import hashlib
 import json
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,25 @@ DECOYS: list[ViewTool] = [
 # to the twin too (the tuning loop's persuasion check: docs/tuning.md).
 TWIN_PREFIX = "twin:"
 TWIN_SUFFIX = "_2"
+# A variant's key `<tool>.<parameter>` rewrites one parameter's description in the schema the model reads.
+PARAMETER_SEPARATOR = "."
+
+
+def parameter_key(tool: str, parameter: str) -> str:
+    return f"{tool}{PARAMETER_SEPARATOR}{parameter}"
+
+
+def with_parameter_words(schema: dict[str, Any], words: Mapping[str, str]) -> dict[str, Any]:
+    """`schema` with the description of each of its top-level properties `words` names replaced (a
+    property it does not have is left out: the words then say nothing to the model)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or not any(name in properties for name in words):
+        return schema
+    changed = {
+        name: {**spec, "description": words[name]} if name in words and isinstance(spec, dict) else spec
+        for name, spec in properties.items()
+    }
+    return {**schema, "properties": changed}
 
 
 def load_overrides(path: Path) -> dict[str, str]:
@@ -168,7 +189,11 @@ class ToolView:
             if pattern and not pattern.search(tool.name):
                 continue
             description = (overrides or {}).get(tool.name, tool.description)
-            shown.append(ViewTool(tool.name, description, tool.flat_schema))
+            prefix = tool.name + PARAMETER_SEPARATOR
+            words = {
+                key.removeprefix(prefix): text for key, text in (overrides or {}).items() if key.startswith(prefix)
+            }
+            shown.append(ViewTool(tool.name, description, with_parameter_words(tool.flat_schema, words)))
         offered = {tool.name for tool in shown}
         for key, text in sorted((overrides or {}).items()):
             original = key.removeprefix(TWIN_PREFIX)

@@ -27,6 +27,7 @@ from tuning.model_proposer import (
     PROVIDER_VARIABLE,
     ProposerAnswerError,
     ProposerRoute,
+    answer_cost,
     no_route_reason,
     propose_with_model,
 )
@@ -362,3 +363,29 @@ def test_the_route_is_the_judges_unless_the_tuning_settings_say_otherwise() -> N
         ProposerRoute.from_env({PROVIDER_VARIABLE: "gemini"})
     with pytest.raises(ValueError, match="EVAL_TUNE_TIMEOUT='soon' is not a number of seconds"):
         ProposerRoute.from_env({**openai_only, "EVAL_TUNE_TIMEOUT": "soon"})
+
+
+def test_a_parameter_of_an_involved_tool_is_shown_and_can_be_rewritten(stand_in: StandIn) -> None:
+    """The surface names parameters as `<tool>.<parameter>` (what a variant file overrides): those of
+    the tools the failures involve are shown apart from the tool list, and a rewrite of one is a candidate."""
+    current = {**CURRENT, "run_sql.sql": "The SQL to run.", "list_projects.limit": "How many."}
+    stand_in.answer = json.dumps(
+        {"candidates": [{"name": "sql words", "descriptions": {"run_sql.sql": "Reads and data changes only."}}]}
+    )
+    made = propose_with_model(current, train_trials(), SPLITS, 3, stand_in.route(), note=lambda line: None)
+    assert [dict(candidate.descriptions) for candidate in made] == [{"run_sql.sql": "Reads and data changes only."}]
+    user = stand_in.requests[0].body["messages"][-1]["content"]
+    evidence = json.loads(user[user.index("\n\n{") :])
+    assert evidence["every_tool"] == sorted(CURRENT)  # tools only
+    assert evidence["parameter_descriptions_now"] == {"run_sql.sql": "The SQL to run."}  # run_sql is involved
+
+
+def test_a_priced_proposal_is_counted_and_an_unpriced_or_other_models_is_not() -> None:
+    """Haiku 4.5 at $1 / $5 a million tokens: 1,000 in and 200 out cost $0.002; an answer from another
+    model than the one asked for, or a model with no known price, costs nothing known (None)."""
+    haiku = ProposerRoute("anthropic", "http://127.0.0.1:9/v1/", "claude-haiku-4-5", "key")
+    assert answer_cost(haiku, "claude-haiku-4-5", 1000, 200) == pytest.approx(0.002)
+    assert answer_cost(haiku, "gpt-4.1-mini", 1000, 200) is None
+    assert (
+        answer_cost(ProposerRoute("openai", "http://127.0.0.1:9/v1/", "local-model", ""), "local-model", 10, 10) is None
+    )
