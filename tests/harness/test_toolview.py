@@ -114,7 +114,11 @@ def test_a_twin_copies_a_tools_schema_under_other_words_and_is_never_forwarded()
 def test_a_parameter_override_rewrites_that_parameters_words_only() -> None:
     """`<tool>.<parameter>` in a variant rewrites the description the model reads for one parameter;
     a parameter the tool lacks is left out, and the view's hash moves with the words."""
-    described = {"type": "object", "properties": {"sql": {"type": "string", "description": "SQL."}}, "required": []}
+    described: dict[str, Any] = {
+        "type": "object",
+        "properties": {"sql": {"type": "string", "description": "SQL."}},
+        "required": [],
+    }
     overrides = {"run_sql.sql": "One statement; never DDL on main.", "run_sql.nope": "x"}
     view = ToolView([server_tool("run_sql", described)], overrides=overrides)
     schema = view.by_name["run_sql"].input_schema
