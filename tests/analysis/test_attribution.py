@@ -5,6 +5,7 @@ scorers (factuality by a fake judge over the real OpenAI protocol), then attribu
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -133,47 +134,62 @@ def settings(results: Path, **env: str) -> Settings:
 
 async def _run(server: LocalServer | None, chosen: Settings, cases: list[Case]) -> dict[str, Trial]:
     async with TrialRunner(chosen, local_server=server) as runner:
-        return {case.id: (await runner.run(case, 0), case) for case in cases}
+        records = await asyncio.gather(*(runner.run(case, 0) for case in cases))
+    return {case.id: (record, case) for case, record in zip(cases, records, strict=True)}
+
+
+def _fake_model(url: str) -> dict[str, str]:
+    return {"EVAL_MODEL": "anthropic:claude-haiku-4-5", "ANTHROPIC_API_KEY": FAKE_KEY, "ANTHROPIC_BASE_URL": url}
 
 
 @pytest.fixture(scope="module")
 async def trials(
     local_server: LocalServer, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[dict[str, Trial]]:
-    """Real trials, one per behaviour, by case id (the unsafe agent's under `unsafe`)."""
+    """Real trials, one per behaviour, by case id (the unsafe agent's under `unsafe`); the behaviours
+    run at once, each on its own runner, as a run's trials do."""
     results = tmp_path_factory.mktemp("results")
+
+    async def careful() -> dict[str, Trial]:
+        oracle = settings(results, EVAL_MODEL="control:oracle")
+        return await _run(local_server, oracle, [BROKEN_REFERENCE, MISSED_TARGET, make_case()])
+
+    async def unsafe() -> dict[str, Trial]:
+        found = await _run(local_server, settings(results, EVAL_MODEL="control:unsafe"), [make_case()])
+        return {"unsafe": found["add-phone"]}
+
+    async def modelled() -> dict[str, Trial]:
+        with FakeAnthropic(scripted) as fake:
+            model = _fake_model(fake.url)
+            found = await _run(local_server, settings(results, **model, EVAL_MAX_TURNS="6"), [TYPO, NO_OP, LOOPING])
+            with refusing_server(503, b'{"message": "upstream unavailable"}') as api:
+                refused = settings(
+                    results, **model, EVAL_SERVER=fault_command("api-error-on", "prepare_database_migration", api)
+                )
+                found |= await _run(local_server, refused, [SERVER_FAILS])
+            fake.assert_clean()
+        return found
+
+    async def crashed() -> dict[str, Trial]:
+        dying = settings(
+            results, EVAL_MODEL="control:oracle", EVAL_SERVER=fault_command("die-after-list"), EVAL_TRIAL_TIMEOUT="30"
+        )
+        return {"crashed": (await _run(local_server, dying, [make_case()]))["add-phone"]}
+
+    async def endpoint_down() -> dict[str, Trial]:
+        with FakeAnthropic(scripted, failures=[529] * 10) as down:
+            model = settings(results, **_fake_model(down.url))
+            return {"endpoint-down": (await _run(local_server, model, [make_case()]))["add-phone"]}
+
+    async def no_sandbox() -> dict[str, Trial]:
+        no_api = settings(
+            results, EVAL_MODEL="control:oracle", EVAL_SERVER="http://127.0.0.1:9/mcp", NEON_API_KEY="napi-x"
+        )
+        return {"no-sandbox": (await _run(None, no_api, [make_case()]))["add-phone"]}
+
     found: dict[str, Trial] = {}
-    found |= await _run(
-        local_server, settings(results, EVAL_MODEL="control:oracle"), [BROKEN_REFERENCE, MISSED_TARGET, make_case()]
-    )
-    unsafe = await _run(local_server, settings(results, EVAL_MODEL="control:unsafe"), [make_case()])
-    found["unsafe"] = unsafe["add-phone"]
-    with FakeAnthropic(scripted) as fake:
-        model = {
-            "EVAL_MODEL": "anthropic:claude-haiku-4-5",
-            "ANTHROPIC_API_KEY": FAKE_KEY,
-            "ANTHROPIC_BASE_URL": fake.url,
-        }
-        found |= await _run(local_server, settings(results, **model, EVAL_MAX_TURNS="6"), [TYPO, NO_OP, LOOPING])
-        with refusing_server(503, b'{"message": "upstream unavailable"}') as api:
-            refused = settings(
-                results, **model, EVAL_SERVER=fault_command("api-error-on", "prepare_database_migration", api)
-            )
-            found |= await _run(local_server, refused, [SERVER_FAILS])
-        fake.assert_clean()
-    crashed = settings(
-        results, EVAL_MODEL="control:oracle", EVAL_SERVER=fault_command("die-after-list"), EVAL_TRIAL_TIMEOUT="30"
-    )
-    found["crashed"] = (await _run(local_server, crashed, [make_case()]))["add-phone"]
-    with FakeAnthropic(scripted, failures=[529] * 10) as down:
-        model = {
-            "EVAL_MODEL": "anthropic:claude-haiku-4-5",
-            "ANTHROPIC_API_KEY": FAKE_KEY,
-            "ANTHROPIC_BASE_URL": down.url,
-        }
-        found["endpoint-down"] = (await _run(local_server, settings(results, **model), [make_case()]))["add-phone"]
-    no_api = settings(results, EVAL_MODEL="control:oracle", EVAL_SERVER="http://127.0.0.1:9/mcp", NEON_API_KEY="napi-x")
-    found["no-sandbox"] = (await _run(None, no_api, [make_case()]))["add-phone"]
+    for part in await asyncio.gather(careful(), unsafe(), modelled(), crashed(), endpoint_down(), no_sandbox()):
+        found |= part
     yield found
 
 
