@@ -35,7 +35,7 @@ from harness.mcp.toolview import load_overrides
 from harness.run.shared import close_shared_runners
 from harness.servers.neon.surface_label import SurfaceChoiceError
 from tuning.loop import REPO_ROOT, Proposer, TuneError, TunePlan, TuneRun, tune
-from tuning.model_proposer import ProposerAnswerError, ProposerRoute, no_route_reason, propose_with_model
+from tuning.model_proposer import ProposerAnswerError, ProposerRoute, no_route_reason, preflight, propose_with_model
 from tuning.proposer import Candidate
 from tuning.splits import Splits, split_cases
 
@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         run_id = env.setdefault("EVAL_RUN_ID", new_run_id())
         env.pop("EVAL_RUN_ID")  # each child run gets its own id, named after this one
         route = ProposerRoute.from_env(env)
+        if route is not None:
+            preflight(route)  # a refusing route stops the run here, before the train run
         surface = surface_descriptions(env)
     except (ConfigError, DatasetError, SurfaceChoiceError, ValueError) as error:
         print(f"tune: stopping before any trial: {error}", file=sys.stderr)

@@ -453,6 +453,18 @@ def ask(request: Mapping[str, Any], route: ProposerRoute) -> Answer:
     return Answer(str(choice.message.content or ""), choice.finish_reason == "length", cost)
 
 
+PREFLIGHT = 'Answer with exactly this JSON and nothing else: {"candidates": []}'
+
+
+def preflight(route: ProposerRoute) -> None:
+    """Ask the route one tiny question before any trial runs, so a refusing route (a wrong key, a model
+    the route lacks, a server that is down) stops the run at its start, not after the train run. The
+    answer must be the JSON asked for (`parse_answer`); its content is not used."""
+    request = {"model": route.model, "messages": [{"role": "user", "content": PREFLIGHT}], "max_tokens": 64}
+    answer = ask(request, route)
+    parse_answer(answer.text, route, answer.cut)
+
+
 def propose_with_model(
     current: Mapping[str, str],
     trained: Mapping[tuple[str, int], ScoredTrial],

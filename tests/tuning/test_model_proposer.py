@@ -29,6 +29,7 @@ from tuning.model_proposer import (
     ProposerRoute,
     answer_cost,
     no_route_reason,
+    preflight,
     propose_with_model,
 )
 from tuning.splits import Splits, split_cases
@@ -389,3 +390,15 @@ def test_a_priced_proposal_is_counted_and_an_unpriced_or_other_models_is_not() -
     assert (
         answer_cost(ProposerRoute("openai", "http://127.0.0.1:9/v1/", "local-model", ""), "local-model", 10, 10) is None
     )
+
+
+def test_the_preflight_passes_a_route_that_answers_and_stops_one_that_refuses_or_rambles(stand_in: StandIn) -> None:
+    stand_in.answer = '{"candidates": []}'
+    preflight(stand_in.route())
+    assert prompt_of(stand_in.requests[-1].body) and "candidates" in json.dumps(stand_in.requests[-1].body)
+    stand_in.answer = "Sure! What would you like me to rewrite?"
+    with pytest.raises(ProposerAnswerError, match="stand-in-proposer"):
+        preflight(stand_in.route())
+    stand_in.status = 401
+    with pytest.raises(ProposerAnswerError, match="refused the request: HTTP 401"):
+        preflight(stand_in.route())
