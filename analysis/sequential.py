@@ -9,7 +9,7 @@ the chance it *ever* reaches 1/alpha is at most alpha, however often it is looke
 the looking stops. A ratio is an e-value; reaching 1/alpha rejects the null.
 
 Three questions:
-- one run, one case: is its pass rate above or below a floor (`decide_floor`)?
+- one run, one case: is its pass rate above or below a cutoff (`decide_cutoff`)?
 - an A/B run, one case, trials paired: is this case's vote settled, B better, A better, or a
   difference too small to matter (`decide_paired`)? It answers for that case alone: its trials
   are repeated draws of the same case, the right sample for a question about it, and it only says
@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
-FloorVerdict = Literal["above", "below"]
+CutoffVerdict = Literal["above", "below"]
 PairedVerdict = Literal["improved", "regressed", "fine"]
 ABOVE: Final = "above"
 BELOW: Final = "below"
@@ -44,7 +44,7 @@ REGRESSED: Final = "regressed"
 FINE: Final = "fine"
 
 DEFAULT_ALPHA = 0.05
-DEFAULT_FLOOR = 0.5
+DEFAULT_CUTOFF = 0.5
 DEFAULT_MARGIN = 0.3
 # Prior Beta(CONCENTRATION, 1) on the alternative side (mirrored where needed): mass near the extremes.
 CONCENTRATION = 8.0
@@ -83,25 +83,25 @@ def log_evidence(
     return numerator - denominator
 
 
-def evidence_above(successes: int, failures: int, floor: float) -> float:
-    """e-value (log) against "p <= floor"."""
-    return log_evidence(successes, failures, floor, floor, 1.0, (CONCENTRATION, 1.0))
+def evidence_above(successes: int, failures: int, cutoff: float) -> float:
+    """e-value (log) against "p <= cutoff"."""
+    return log_evidence(successes, failures, cutoff, cutoff, 1.0, (CONCENTRATION, 1.0))
 
 
-def evidence_below(successes: int, failures: int, floor: float) -> float:
-    """e-value (log) against "p >= floor" (the mirror image of `evidence_above`)."""
-    return evidence_above(failures, successes, 1.0 - floor)
+def evidence_below(successes: int, failures: int, cutoff: float) -> float:
+    """e-value (log) against "p >= cutoff" (the mirror image of `evidence_above`)."""
+    return evidence_above(failures, successes, 1.0 - cutoff)
 
 
-def decide_floor(
-    passed: int, trials: int, floor: float = DEFAULT_FLOOR, alpha: float = DEFAULT_ALPHA
-) -> FloorVerdict | None:
-    """ "above"/"below" once the pass rate is confidently on one side of `floor`; None while undecided."""
-    _check(alpha=alpha, rate=floor, name="floor")
+def decide_cutoff(
+    passed: int, trials: int, cutoff: float = DEFAULT_CUTOFF, alpha: float = DEFAULT_ALPHA
+) -> CutoffVerdict | None:
+    """ "above"/"below" once the pass rate is confidently on one side of `cutoff`; None while undecided."""
+    _check(alpha=alpha, rate=cutoff, name="cutoff")
     threshold = math.log(2.0 / alpha)
-    if evidence_above(passed, trials - passed, floor) >= threshold:
+    if evidence_above(passed, trials - passed, cutoff) >= threshold:
         return ABOVE
-    if evidence_below(passed, trials - passed, floor) >= threshold:
+    if evidence_below(passed, trials - passed, cutoff) >= threshold:
         return BELOW
     return None
 

@@ -1,21 +1,21 @@
 """Proof by simulation: adaptive trials against a fixed 20, on cases whose pass probabilities are known.
 
-    python -m analysis.simulate [--runs 2000] [--max 20] [--seed 0] [--alpha 0.05] [--floor 0.5]
+    python -m analysis.simulate [--runs 2000] [--max 20] [--seed 0] [--alpha 0.05] [--cutoff 0.5]
                                 [--margin 0.3] [--json]
 
 Each simulated run draws a suite of cases from a mix like real eval results (most cases pass or fail
 almost always, some are noisy, in A/B a few move), draws every trial's outcome once, and lets each
 method decide from the same outcomes, so the methods differ only in how they decide. A verdict is
-wrong when it contradicts the known probabilities: "above"/"below" on the wrong side of the floor;
+wrong when it contradicts the known probabilities: "above"/"below" on the wrong side of the cutoff;
 "improved" when B is not better, "regressed" when B is not worse, "fine" when the pass rates differ by
 `margin` or more. "undecided" is not a verdict: it is counted apart (and never as a pass).
 
 Methods:
 - adaptive: `analysis.sequential`, looked at after every trial, stopping at the first verdict or at max;
 - fixed-20 tests: all `max` trials, then the same questions with fixed-sample tests (Wilson 95%
-  interval against the floor; exact McNemar at 0.05 for direction, the one-sided 97.5% Clopper-Pearson
+  interval against the cutoff; exact McNemar at 0.05 for direction, the one-sided 97.5% Clopper-Pearson
   bound of the discordance rate under `margin` for "fine");
-- fixed-20 as read today: the pass rate against the floor; McNemar's verdict with "no significant
+- fixed-20 as read today: the pass rate against the cutoff; McNemar's verdict with "no significant
   difference" read as fine (what `analysis.compare` prints).
 """
 
@@ -33,20 +33,20 @@ from analysis.sequential import (
     ABOVE,
     BELOW,
     DEFAULT_ALPHA,
-    DEFAULT_FLOOR,
+    DEFAULT_CUTOFF,
     DEFAULT_MARGIN,
     FINE,
     IMPROVED,
     REGRESSED,
     PairCounts,
-    decide_floor,
+    decide_cutoff,
     decide_paired,
 )
 from analysis.stats import mcnemar_exact, wilson_interval
 
 UNDECIDED = "undecided"
 # Verdict codes in the arrays: 0 undecided, then one code per verdict.
-FLOOR_CODES = {UNDECIDED: 0, ABOVE: 1, BELOW: 2}
+CUTOFF_CODES = {UNDECIDED: 0, ABOVE: 1, BELOW: 2}
 PAIRED_CODES = {UNDECIDED: 0, IMPROVED: 1, REGRESSED: 2, FINE: 3}
 
 # (probability, weight): most cases are all but deterministic; some are noisy.
@@ -86,12 +86,12 @@ class MethodResult:
 
 
 @cache
-def floor_table(max_trials: int, floor: float, alpha: float) -> np.ndarray:
+def cutoff_table(max_trials: int, cutoff: float, alpha: float) -> np.ndarray:
     """Adaptive verdict code for (trials, passed): each state is decided once, then looked up."""
     table = np.zeros((max_trials + 1, max_trials + 1), dtype=np.int8)
     for n in range(1, max_trials + 1):
         for s in range(n + 1):
-            table[n, s] = FLOOR_CODES[decide_floor(s, n, floor, alpha) or UNDECIDED]
+            table[n, s] = CUTOFF_CODES[decide_cutoff(s, n, cutoff, alpha) or UNDECIDED]
     return table
 
 
@@ -115,16 +115,16 @@ def first_verdict(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return verdict, first + 1
 
 
-def fixed_floor_verdict(passed: int, trials: int, floor: float, *, naive: bool) -> int:
+def fixed_cutoff_verdict(passed: int, trials: int, cutoff: float, *, naive: bool) -> int:
     if naive:
-        return FLOOR_CODES[ABOVE if passed / trials >= floor else BELOW]
+        return CUTOFF_CODES[ABOVE if passed / trials >= cutoff else BELOW]
     interval = wilson_interval(passed, trials)
     assert interval is not None
-    if interval.low > floor:
-        return FLOOR_CODES[ABOVE]
-    if interval.high < floor:
-        return FLOOR_CODES[BELOW]
-    return FLOOR_CODES[UNDECIDED]
+    if interval.low > cutoff:
+        return CUTOFF_CODES[ABOVE]
+    if interval.high < cutoff:
+        return CUTOFF_CODES[BELOW]
+    return CUTOFF_CODES[UNDECIDED]
 
 
 def fixed_paired_verdict(n: int, b: int, c: int, margin: float, *, naive: bool) -> int:
@@ -150,26 +150,26 @@ def _result(method: str, verdicts: np.ndarray, trials: np.ndarray, wrong: np.nda
     )
 
 
-def simulate_floor(
-    probabilities: np.ndarray, max_trials: int, floor: float, alpha: float, rng: np.random.Generator
+def simulate_cutoff(
+    probabilities: np.ndarray, max_trials: int, cutoff: float, alpha: float, rng: np.random.Generator
 ) -> list[MethodResult]:
-    """One-run question per case: is the pass rate above or below `floor`?"""
+    """One-run question per case: is the pass rate above or below `cutoff`?"""
     outcomes = rng.random((probabilities.size, max_trials)) < probabilities[:, None]
     passed = np.cumsum(outcomes, axis=1)
     looks = np.arange(1, max_trials + 1)
-    codes = floor_table(max_trials, floor, alpha)[looks[None, :], passed]
+    codes = cutoff_table(max_trials, cutoff, alpha)[looks[None, :], passed]
     adaptive, spent = first_verdict(codes)
 
     def wrong(verdicts: np.ndarray) -> np.ndarray:
-        return ((verdicts == FLOOR_CODES[ABOVE]) & (probabilities < floor)) | (
-            (verdicts == FLOOR_CODES[BELOW]) & (probabilities >= floor)
+        return ((verdicts == CUTOFF_CODES[ABOVE]) & (probabilities < cutoff)) | (
+            (verdicts == CUTOFF_CODES[BELOW]) & (probabilities >= cutoff)
         )
 
     total = passed[:, -1]
     results = [_result("adaptive", adaptive, spent, wrong(adaptive), max_trials)]
     full = np.full(probabilities.size, max_trials)
     for label, naive in ((f"fixed-{max_trials} tests", False), (f"fixed-{max_trials} as read today", True)):
-        verdicts = np.array([fixed_floor_verdict(int(s), max_trials, floor, naive=naive) for s in total])
+        verdicts = np.array([fixed_cutoff_verdict(int(s), max_trials, cutoff, naive=naive) for s in total])
         results.append(_result(label, verdicts, full, wrong(verdicts), max_trials))
     return results
 
@@ -216,7 +216,7 @@ def run(
     max_trials: int = 20,
     seed: int = 0,
     alpha: float = DEFAULT_ALPHA,
-    floor: float = DEFAULT_FLOOR,
+    cutoff: float = DEFAULT_CUTOFF,
     margin: float = DEFAULT_MARGIN,
 ) -> dict[str, list[MethodResult]]:
     """Both scenarios over `runs` simulated suites of `cases` cases each, seeded."""
@@ -225,8 +225,8 @@ def run(
     rng = np.random.default_rng(seed)
     size = runs * cases
     return {
-        f"one run: pass rate above or below {floor:.0%}": simulate_floor(
-            draw_mix(SINGLE_MIX, size, rng), max_trials, floor, alpha, rng
+        f"one run: pass rate above or below {cutoff:.0%}": simulate_cutoff(
+            draw_mix(SINGLE_MIX, size, rng), max_trials, cutoff, alpha, rng
         ),
         f"A/B: improved, regressed, or within {margin:.0%}": simulate_paired(
             draw_mix(PAIRED_MIX, size, rng), max_trials, margin, alpha, rng
@@ -252,12 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max", type=int, default=20, dest="max_trials", help="trials per case at most (default 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA)
-    parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR)
+    parser.add_argument("--cutoff", type=float, default=DEFAULT_CUTOFF)
     parser.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = parser.parse_args(argv)
     try:
-        results = run(args.runs, args.cases, args.max_trials, args.seed, args.alpha, args.floor, args.margin)
+        results = run(args.runs, args.cases, args.max_trials, args.seed, args.alpha, args.cutoff, args.margin)
     except ValueError as error:
         print(f"analysis.simulate: {error}", file=sys.stderr)
         return 2

@@ -29,12 +29,12 @@ from braintrust import EvalCase
 from analysis.passing import trial_passed
 from analysis.sequential import (
     DEFAULT_ALPHA,
-    DEFAULT_FLOOR,
+    DEFAULT_CUTOFF,
     DEFAULT_MARGIN,
     FINE,
     PairCounts,
     Votes,
-    decide_floor,
+    decide_cutoff,
     decide_paired,
     decide_votes,
 )
@@ -56,11 +56,11 @@ class TrialPlan:
     max_trials: int
     adaptive: bool = False
     alpha: float = DEFAULT_ALPHA
-    floor: float = DEFAULT_FLOOR
+    cutoff: float = DEFAULT_CUTOFF
     margin: float = DEFAULT_MARGIN
 
     def describe(self) -> dict[str, Any]:
-        return {"max_trials": self.max_trials, "alpha": self.alpha, "floor": self.floor, "margin": self.margin}
+        return {"max_trials": self.max_trials, "alpha": self.alpha, "cutoff": self.cutoff, "margin": self.margin}
 
 
 def _rate(env: Mapping[str, str], name: str, default: float) -> float:
@@ -87,13 +87,18 @@ def parse_trials(text: str, default: int, env: Mapping[str, str]) -> TrialPlan:
     head, _, limit = text.partition(":")
     if head.strip().lower() != ADAPTIVE or (limit and (not limit.strip().isdigit() or int(limit) < 1)):
         raise ConfigError(f"EVAL_TRIALS must be a whole number >= 1, 'adaptive' or 'adaptive:MAX', got {text!r}")
+    if env.get(RENAMED_CUTOFF, "").strip():
+        raise ConfigError(f"{RENAMED_CUTOFF} is now EVAL_ADAPTIVE_CUTOFF (the pass rate a case is decided against)")
     return TrialPlan(
         int(limit) if limit else default,
         adaptive=True,
         alpha=_rate(env, "EVAL_ADAPTIVE_ALPHA", DEFAULT_ALPHA),
-        floor=_rate(env, "EVAL_ADAPTIVE_FLOOR", DEFAULT_FLOOR),
+        cutoff=_rate(env, "EVAL_ADAPTIVE_CUTOFF", DEFAULT_CUTOFF),
         margin=_rate(env, "EVAL_ADAPTIVE_MARGIN", DEFAULT_MARGIN),
     )
+
+
+RENAMED_CUTOFF = "EVAL_ADAPTIVE_FLOOR"  # the cutoff's old name: refused, naming the new one, never ignored
 
 
 @dataclass
@@ -127,8 +132,8 @@ class Rounds:
             return None
         if len(self.arms) == 1:
             outcomes = [v for v in state.results[self.arms[0]].values() if v is not None]
-            verdict = decide_floor(sum(outcomes), len(outcomes), self.plan.floor, self.plan.alpha)
-            return f"{verdict} floor {self.plan.floor:g}" if verdict else None
+            verdict = decide_cutoff(sum(outcomes), len(outcomes), self.plan.cutoff, self.plan.alpha)
+            return f"{verdict} cutoff {self.plan.cutoff:g}" if verdict else None
         paired = self._paired(state)
         counts = PairCounts(
             len(paired), sum(1 for a, b in paired if a and not b), sum(1 for a, b in paired if b and not a)

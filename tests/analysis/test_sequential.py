@@ -17,7 +17,7 @@ from analysis.sequential import (
     IMPROVED,
     REGRESSED,
     PairCounts,
-    decide_floor,
+    decide_cutoff,
     decide_paired,
 )
 from analysis.stats import wilson_interval
@@ -28,8 +28,8 @@ SEQUENCES = 2000
 
 
 @cache
-def _floor(passed: int, trials: int) -> str | None:
-    return decide_floor(passed, trials, 0.5, ALPHA)
+def _cutoff(passed: int, trials: int) -> str | None:
+    return decide_cutoff(passed, trials, 0.5, ALPHA)
 
 
 @cache
@@ -41,13 +41,13 @@ def _first(verdicts: list[str | None]) -> str | None:
     return next((v for v in verdicts if v is not None), None)
 
 
-def test_a_case_just_under_the_floor_is_rarely_called_above_however_long_it_is_watched() -> None:
+def test_a_case_just_under_the_cutoff_is_rarely_called_above_however_long_it_is_watched() -> None:
     rng = np.random.default_rng(11)
     outcomes = rng.random((SEQUENCES, LOOKS)) < 0.48
     passed = np.cumsum(outcomes, axis=1)
     wrong = peeking_wrong = 0
     for row in passed.tolist():
-        verdicts = [_floor(s, n + 1) for n, s in enumerate(row)]
+        verdicts = [_cutoff(s, n + 1) for n, s in enumerate(row)]
         wrong += _first(verdicts) == ABOVE
         # The same outcomes, judged by a 95% Wilson interval looked at after every trial.
         intervals = [wilson_interval(s, n + 1) for n, s in enumerate(row)]
@@ -85,10 +85,10 @@ def test_a_difference_of_the_margin_is_rarely_called_fine() -> None:
 
 
 def test_cases_that_never_vary_are_decided_early() -> None:
-    assert decide_floor(6, 6) is None
-    assert decide_floor(7, 7) == ABOVE
-    assert decide_floor(0, 7) == BELOW
-    assert decide_floor(4, 8) is None
+    assert decide_cutoff(6, 6) is None
+    assert decide_cutoff(7, 7) == ABOVE
+    assert decide_cutoff(0, 7) == BELOW
+    assert decide_cutoff(4, 8) is None
     assert decide_paired(PairCounts(7, 0, 7)) == IMPROVED
     assert decide_paired(PairCounts(7, 7, 0)) == REGRESSED
     assert decide_paired(PairCounts(13, 0, 0)) == FINE
@@ -99,10 +99,10 @@ def test_cases_that_never_vary_are_decided_early() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: decide_floor(1, 2, floor=1.0), "floor"),
-        (lambda: decide_floor(1, 2, alpha=0.0), "alpha"),
+        (lambda: decide_cutoff(1, 2, cutoff=1.0), "cutoff"),
+        (lambda: decide_cutoff(1, 2, alpha=0.0), "alpha"),
         (lambda: decide_paired(PairCounts(2, 2, 1)), "discordant"),
-        (lambda: decide_floor(3, 2), "non-negative"),
+        (lambda: decide_cutoff(3, 2), "non-negative"),
     ],
 )
 def test_bad_input_is_named(call: object, message: str) -> None:
@@ -116,7 +116,7 @@ def test_the_simulation_saves_trials_without_more_wrong_verdicts(capsys: pytest.
     adaptive, fixed, naive = single
     assert adaptive.saved >= 0.4
     assert adaptive.wrong <= fixed.wrong + 0.002 and adaptive.wrong <= ALPHA
-    assert naive.wrong > adaptive.wrong  # the pass rate against the floor, read without an interval
+    assert naive.wrong > adaptive.wrong  # the pass rate against the cutoff, read without an interval
     assert paired[0].saved > 0.2 and paired[0].wrong <= ALPHA
     assert simulate.main(["--runs", "20", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)

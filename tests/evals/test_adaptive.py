@@ -54,8 +54,8 @@ async def test_rounds_stop_cases_that_never_vary_and_run_noisy_ones_to_the_maxim
     seen = await _drive(rounds, script)
     assert seen["add-column-description"] == list(range(7))  # indices handed out once each, in order
     summary = rounds.metadata["cases"]
-    assert summary["add-column-description"] == {"trials": 7, "passed": 7, "stopped": "above floor 0.5 after 7 trials"}
-    assert summary["drop-column-excerpt"]["stopped"] == "below floor 0.5 after 7 trials"
+    assert summary["add-column-description"] == {"trials": 7, "passed": 7, "stopped": "above cutoff 0.5 after 7 trials"}
+    assert summary["drop-column-excerpt"]["stopped"] == "below cutoff 0.5 after 7 trials"
     assert summary["rename-column-content-to-body"] == {
         "trials": 12,
         "passed": 6,
@@ -133,7 +133,8 @@ def test_eval_trials_forms(text: str, expected: TrialPlan) -> None:
         ("adaptive:x", {}, "EVAL_TRIALS"),
         ("adaptiv:3", {}, "EVAL_TRIALS"),
         ("adaptive:5", {"EVAL_ADAPTIVE_ALPHA": "1.5"}, "EVAL_ADAPTIVE_ALPHA"),
-        ("adaptive", {"EVAL_ADAPTIVE_FLOOR": "high"}, "EVAL_ADAPTIVE_FLOOR"),
+        ("adaptive", {"EVAL_ADAPTIVE_CUTOFF": "high"}, "EVAL_ADAPTIVE_CUTOFF"),
+        ("adaptive", {"EVAL_ADAPTIVE_FLOOR": "0.8"}, "EVAL_ADAPTIVE_FLOOR is now EVAL_ADAPTIVE_CUTOFF"),
     ],
 )
 def test_bad_trial_settings_are_named(text: str, env: dict[str, str], message: str) -> None:
@@ -173,7 +174,7 @@ def test_the_cli_stops_early_on_cases_that_never_vary(tmp_path: Path) -> None:
     adaptive = line["metadata"]["adaptive"]
     assert adaptive["max_trials"] == 9 and adaptive["trials"] == 14
     for case in chosen:
-        assert adaptive["cases"][case.id] == {"trials": 7, "passed": 7, "stopped": "above floor 0.5 after 7 trials"}
+        assert adaptive["cases"][case.id] == {"trials": 7, "passed": 7, "stopped": "above cutoff 0.5 after 7 trials"}
     _, records = load_run(tmp_path / "results" / "adaptive-cli")
     assert sorted((r.case_id, r.trial_index) for r in records) == sorted(
         (case.id, index) for case in chosen for index in range(7)
