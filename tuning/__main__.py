@@ -20,12 +20,11 @@ import asyncio
 import json
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
 
-from analysis.rescore import ScoredTrial
 from braintrust_run.doors import RESOLVED, wear_surface
 from braintrust_run.settings import EvalSettings, launch_environment
 from harness.cases import DatasetError, load_cases
@@ -36,8 +35,7 @@ from harness.run.shared import close_shared_runners
 from harness.servers.neon.surface_label import SurfaceChoiceError
 from tuning.loop import REPO_ROOT, Proposer, TuneError, TunePlan, TuneRun, tune
 from tuning.model_proposer import ProposerAnswerError, ProposerRoute, no_route_reason, preflight, propose_with_model
-from tuning.proposer import Candidate
-from tuning.splits import Splits, split_cases
+from tuning.splits import split_cases
 
 
 def read_variant(path: Path) -> dict[str, str]:
@@ -64,16 +62,16 @@ def surface_descriptions(env: Mapping[str, str]) -> dict[str, str]:
 def model_proposer(route: ProposerRoute) -> Proposer:
     """The loop's proposer when a model route is set: the model reads the train trials (only those)."""
 
-    def proposer(
-        current: Mapping[str, str],
-        trained: Mapping[tuple[str, int], ScoredTrial],
-        splits: Splits,
-        limit: int,
-        spent: Callable[[float], None],
-    ) -> list[Candidate]:
-        return propose_with_model(current, trained, splits, limit, route, spent=spent)
+    return lambda current, trained, splits, limit, spent: propose_with_model(
+        current, trained, splits, limit, route, spent=spent
+    )
 
-    return proposer
+
+def confirming(run_models: Sequence[str], more: Sequence[str]) -> tuple[str, ...]:
+    """The models the finalist is confirmed with: every model the run names, then `--confirm-model`'s
+    (each once); () when that is the run's one model alone (the children's own EVAL_MODEL)."""
+    models = tuple(dict.fromkeys([*(run_models or [""]), *more]))  # "": the model the run takes by default
+    return models if len(models) > 1 else ()
 
 
 AGAIN_SETTINGS = (
@@ -131,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         if not env.get("EVAL_MODEL") and not (env.get("ANTHROPIC_API_KEY") or env.get("OPENAI_API_KEY")):
             env["EVAL_MODEL"] = "control:lexical"
             print("tune: no model key and no EVAL_MODEL: every run plays control:lexical", file=sys.stderr)
+        named = [model.strip() for model in env.get("EVAL_MODEL", "").split(",") if model.strip()]
+        if len(named) > 1:  # the search runs one model (pairs are per case and trial); every one confirms
+            env["EVAL_MODEL"] = named[0]
+            say = f"tune: the search runs {named[0]}; the finalist is confirmed with each of {', '.join(named)}"
+            print(say, file=sys.stderr)
         start = read_variant(args.start) if args.start else {}
         given = {path.stem: read_variant(path) for path in args.candidate}
         cases = load_cases(env.get("EVAL_DATASET") or None)
@@ -159,9 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         model=env.get("EVAL_MODEL", ""),
         budget_usd=args.budget_usd,
         max_total_trials=args.max_trials_total,
-        confirm_models=tuple(dict.fromkeys([env.get("EVAL_MODEL", ""), *args.confirm_model]))
-        if args.confirm_model
-        else (),
+        confirm_models=confirming(named, args.confirm_model),
     )
     results = REPO_ROOT / EvalSettings.from_env(env).results_dir
     print(

@@ -191,16 +191,9 @@ Proposer = Callable[
 def offline_proposer(surface: Mapping[str, str]) -> Proposer:
     """The documented edit operators (`tuning.proposer.propose`), reading the train failures only."""
 
-    def proposer(
-        current: Mapping[str, str],
-        trained: Mapping[tuple[str, int], ScoredTrial],
-        splits: Splits,
-        limit: int,
-        spent: Callable[[float], None],
-    ) -> list[Candidate]:
-        return propose(current, train_failures(trained), splits, limit, surface=surface)  # costs nothing
-
-    return proposer
+    return lambda current, trained, splits, limit, spent: propose(  # costs nothing: `spent` is never called
+        current, train_failures(trained), splits, limit, surface=surface
+    )
 
 
 def tune(

@@ -78,3 +78,13 @@ def test_the_budget_stops_before_a_candidate_that_would_pass_it() -> None:
 def test_an_unpriced_model_spends_nothing() -> None:
     free = TuneResult(trials=40, spend_usd=0.0)
     assert _over_budget(plan(budget_usd=0.01), free, done=1) is None
+
+
+def test_the_finalist_is_confirmed_with_every_model_the_run_names_and_each_asked_for() -> None:
+    from tuning.__main__ import confirming
+
+    assert confirming(["control:lexical"], []) == ()  # the run's one model: the children's own
+    assert confirming([], []) == ()
+    assert confirming(["a", "b"], []) == ("a", "b")
+    assert confirming(["a"], ["b", "a"]) == ("a", "b")
+    assert confirming([], ["b"]) == ("", "b")  # "": the model the run takes by default, then b
