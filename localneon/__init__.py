@@ -10,5 +10,6 @@ Rooms, lowest first (``tests/test_architecture.py`` keeps each to what it may im
 - ``serve/``: the command line and the ASGI app joining the faces; ``measure/``: timings.
 
 The top-level modules are the commands: ``python -m localneon`` (the server) and
-``python -m localneon.{pg,gc,snapshot,bench,floor}``, each a thin entry into its room.
+``python -m localneon.{pg,gc,snapshot,bench}``, each a thin entry into its room (and
+``python -m localneon.measure.least_work``, the database work a trial cannot avoid).
 """

@@ -151,7 +151,7 @@ LOCALNEON_ROOMS: dict[str, tuple[str, ...]] = {
     "serve": ("settings", "cluster", "engine", "mcp", "rest", "sql_http"),
 }
 # The commands (`python -m localneon`, `python -m localneon.pg`, ...): thin entries into one room each.
-LOCALNEON_COMMANDS = ("__main__", "pg", "gc", "snapshot", "bench", "floor")
+LOCALNEON_COMMANDS = ("__main__", "pg", "gc", "snapshot", "bench")
 LOCALNEON_TOP_LEVEL_MAX = 10
 
 

@@ -3,8 +3,8 @@
 Absolute times on a shared machine mean little, so every figure is a ratio of two measurements
 taken in the same run, on the same machine and the same PostgreSQL:
 
-- overhead ratio: the median control-agent trial over the floor of its unavoidable database work
-  (`python -m localneon.floor`, run as a separate process: the harness never imports the server);
+- overhead ratio: the median control-agent trial over the least database work it cannot avoid
+  (`python -m localneon.measure.least_work`, run as a separate process: the harness never imports the server);
 - concurrency speedup: throughput at concurrency N over throughput at 1, with a control agent that
   waits `--delay` seconds per model call, as a fast model would;
 - memory: the harness process's resident memory after all `--memory-trials` trials over after the
@@ -114,10 +114,10 @@ def resident_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def floor_ms(case: Case, runs: int) -> float:
-    """Median of the floor of `case`'s database work, measured by the server's package in its own process."""
+def least_work_ms(case: Case, runs: int) -> float:
+    """Median of the least database work `case` needs, measured by the server's package in its own process."""
     assert case.fixture_path is not None and case.reference_sql
-    command = [sys.executable, "-m", "localneon.floor", "--fixture", str(case.fixture_path)]
+    command = [sys.executable, "-m", "localneon.measure.least_work", "--fixture", str(case.fixture_path)]
     command += ["--migration", case.reference_sql, "--runs", str(runs)]
     completed = subprocess.run(command, capture_output=True, text=True, check=True)
     return float(json.loads(completed.stdout.strip().splitlines()[-1])["median_ms"])
@@ -138,17 +138,17 @@ def not_ok(records: list[TrialRecord]) -> str:
 async def overhead(settings: Settings, case: Case, trials: int, server: LocalServer | None) -> float:
     async with TrialRunner(settings, local_server=server, write_results=False) as runner:
         await runner.run(case, 0)  # warm-up: server start, first connections
-        before = floor_ms(case, trials)
+        before = least_work_ms(case, trials)
         records, elapsed = await run_batch(runner, [case] * trials, 1)
-        after = floor_ms(case, trials)
-    floor = statistics.median([before, after])
+        after = least_work_ms(case, trials)
+    least = statistics.median([before, after])
     median = statistics.median(record.duration_s for record in records) * 1000
-    ratio = median / floor
+    ratio = median / least
     print(f"{case.id}: {trials} trials one at a time, {elapsed:.2f} s")
     print("\n".join(phase_table(records)))
     print(not_ok(records) or "  all ok")
     print(
-        f"overhead ratio: {ratio:.2f} (trial median {median:.0f} ms / database floor {floor:.0f} ms), "
+        f"overhead ratio: {ratio:.2f} (trial median {median:.0f} ms / least database work {least:.0f} ms), "
         f"{verdict('overhead', ratio, 'lower')}"
     )
     return ratio
@@ -238,7 +238,7 @@ async def bench(args: argparse.Namespace) -> None:
         if settings.uses_local_server:
             await overhead(settings, migration, args.trials, server)
         else:
-            print("overhead ratio: n/a (the floor is measured on the local server's PostgreSQL)")
+            print("overhead ratio: n/a (the least work is measured on the local server's PostgreSQL)")
         await speedup(settings, chosen, args.concurrency, args.delay, server)
         await memory(settings, cases, args.memory_trials, args.concurrency, server)
     finally:

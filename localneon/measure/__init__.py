@@ -1,1 +1,1 @@
-"""Timings: the operations a trial depends on (``bench``) and the database work it cannot avoid (``floor``)."""
+"""Timings: the operations a trial depends on (``bench``) and the database work it cannot avoid (``least_work``)."""

@@ -1,6 +1,6 @@
-"""``python -m localneon.floor``: the database work one migration trial cannot avoid, timed.
+"""``python -m localneon.measure.least_work``: the database work one migration trial cannot avoid, timed.
 
-The floor a harness trial is compared with (`make bench`'s overhead ratio): on the same cluster,
+The least work a harness trial is compared with (`make bench`'s overhead ratio): on the same cluster,
 clone the fixture database by template (main), dump main's schema and fingerprint its data, clone
 main again (the temporary branch), apply the migration there, dump and fingerprint main again, drop
 both. No API, no MCP, no catalog: only what PostgreSQL itself must do. Prints one JSON object with
@@ -78,7 +78,7 @@ def one_trial(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m localneon.floor", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m localneon.measure.least_work", description=__doc__.splitlines()[0])
     parser.add_argument("--fixture", type=Path, required=True, help="fixture SQL file")
     parser.add_argument("--migration", required=True, help="the migration SQL applied on the branch")
     parser.add_argument("--runs", type=int, default=10)
@@ -97,3 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(fixture_db)))
     print(json.dumps({"median_ms": statistics.median(samples), "samples_ms": samples}))
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
