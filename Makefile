@@ -134,8 +134,8 @@ ab: $(STAMP)  ## Paired, adaptive A/B: make ab A=<variant file|@prompt|provider:
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make ab A=<variant> B=<variant> [MAX=20]" >&2; exit 2; }
 	@$(call THEN_STOP,$(PY) -m evals.ab "$(A)" "$(B)" --max $(or $(MAX),20),$(STOP_PG))
 
-tune: $(STAMP)  ## Tune the tool descriptions under the acceptance rule: make tune [FROM=<variant file>] (docs/tuning.md).
-	@$(call THEN_STOP,$(PY) -m tuning $(if $(FROM),--from "$(FROM)") $(if $(SEED),--seed "$(SEED)"),$(STOP_PG))
+tune: $(STAMP)  ## Tune the tool descriptions under the acceptance rule: make tune [FROM=<variant file>] [MODEL=<provider:model,...>] [BUDGET=<usd>] (docs/tuning.md).
+	@$(call THEN_STOP,$(if $(MODEL),EVAL_MODEL="$(MODEL)") $(PY) -m tuning $(if $(FROM),--from "$(FROM)") $(if $(SEED),--seed "$(SEED)") $(if $(BUDGET),--budget-usd "$(BUDGET)"),$(STOP_PG))
 
 watch: $(STAMP)  ## The server's own tool changes since the last watch, A/B'd on the cases they touch: make watch [BASELINE=<surface.json>] [MAX=5] (docs/tuning.md#the-watch).
 	@$(call THEN_STOP,$(PY) -m tuning.watch $(if $(BASELINE),--baseline "$(BASELINE)") $(if $(MAX),--max $(MAX)) $(if $(SUMMARY),--summary "$(SUMMARY)"),$(STOP_PG))
