@@ -170,7 +170,13 @@ def _cut(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def failed_checks(trial: ScoredTrial) -> list[str]:
+def _excerpt(text: str, limit: int, route: ProposerRoute) -> str:
+    """`text` scrubbed, then cut: cut first, a secret split at the cut (a connection string missing its
+    `@host`) no longer looks like one to the scrubber, and its first part would be sent."""
+    return _cut(route.scrub(text), limit)
+
+
+def failed_checks(trial: ScoredTrial, route: ProposerRoute) -> list[str]:
     """What failed, in the scorers' own words: each failed check of a score that lists them, else its reason."""
     found: list[str] = []
     for name, verdict in trial.verdicts.items():
@@ -185,7 +191,7 @@ def failed_checks(trial: ScoredTrial) -> list[str]:
             found.append(f"{name}: {metadata.get('reason') or 'failed'}")
     if trial.record.outcome != "ok":
         found.append(f"outcome {trial.record.outcome}: {trial.record.error or ''}".rstrip(": "))
-    return [_cut(check, CHECK_CHARS) for check in found[:MAX_CHECKS]]
+    return [_excerpt(check, CHECK_CHARS, route) for check in found[:MAX_CHECKS]]
 
 
 def _shown(failing: Sequence[tuple[tuple[str, int], ScoredTrial]]) -> list[tuple[tuple[str, int], ScoredTrial]]:
@@ -197,7 +203,7 @@ def _shown(failing: Sequence[tuple[tuple[str, int], ScoredTrial]]) -> list[tuple
     return ordered[:MAX_TRIALS]
 
 
-def _said(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+def _said(messages: Sequence[Mapping[str, Any]], route: ProposerRoute) -> list[str]:
     """The agent's own text between its calls (the transcript's assistant text), trimmed."""
     said: list[str] = []
     for message in messages:
@@ -206,7 +212,7 @@ def _said(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         said += [
-            _cut(str(block.get("text", "")), SAID_CHARS)
+            _excerpt(str(block.get("text", "")), SAID_CHARS, route)
             for block in blocks
             if isinstance(block, dict) and block.get("type") == "text" and str(block.get("text", "")).strip()
         ]
@@ -231,9 +237,9 @@ def trial_excerpt(trial: ScoredTrial, route: ProposerRoute) -> dict[str, Any]:
     calls = [
         {
             "tool": call.name,
-            "arguments": _cut(json.dumps(call.arguments, sort_keys=True, default=str), ARGUMENTS_CHARS),
+            "arguments": _excerpt(json.dumps(call.arguments, sort_keys=True, default=str), ARGUMENTS_CHARS, route),
             **({"error": True} if call.is_error else {}),
-            **({"result": _cut(call.result_text, RESULT_CHARS)} if call.result_text else {}),
+            **({"result": _excerpt(call.result_text, RESULT_CHARS, route)} if call.result_text else {}),
         }
         for call in record.tool_calls[:MAX_CALLS]
     ]
@@ -244,11 +250,11 @@ def trial_excerpt(trial: ScoredTrial, route: ProposerRoute) -> dict[str, Any]:
         "follow_ups": list(record.follow_ups),
         "case_needs": list(case.required_tools),
         "case_forbids": list(case.forbidden_tools),
-        "agent_said": _said(record.messages),
+        "agent_said": _said(record.messages, route),
         "tool_calls": calls,
         "calls_not_shown": max(0, len(record.tool_calls) - MAX_CALLS),
-        "final_answer": _cut(record.final_answer, ANSWER_CHARS),
-        "failed": failed_checks(trial),
+        "final_answer": _excerpt(record.final_answer, ANSWER_CHARS, route),
+        "failed": failed_checks(trial, route),
     }
     return cast(dict[str, Any], _scrubbed(excerpt, route))
 
@@ -327,7 +333,7 @@ def parse_answer(text: str, route: ProposerRoute, cut: bool = False) -> list[Any
     """The answer's list of candidates; anything but `{"candidates": [...]}` (or a bare list) is an error
     naming the model and what was wrong."""
     where = route.label
-    excerpt = json.dumps(_cut(route.scrub(text), 200), ensure_ascii=False)
+    excerpt = json.dumps(_excerpt(text, 200, route), ensure_ascii=False)
     if not text.strip():
         raise ProposerAnswerError(f"{where} answered with no text")
     fenced = FENCE.search(text)

@@ -47,7 +47,7 @@ def test_the_smoke_cases_tools_pass_the_filter() -> None:
 def test_each_protocol_reaches_only_the_local_server(tmp_path: Path) -> None:
     developer = {
         "PATH": "/bin",
-        "ANTHROPIC_API_KEY": "sk-ant-real",
+        "ANTHROPIC_API_KEY": "fake-developer-anthropic-key",
         "OPENAI_BASE_URL": "https://api.openai.com/v1",
         "BRAINTRUST_API_KEY": "bt-real",
         "EVAL_SERVER": "neon",

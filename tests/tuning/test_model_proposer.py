@@ -35,8 +35,8 @@ from tuning.model_proposer import (
 from tuning.splits import Splits, split_cases
 
 PROJECT = "proj-tune-standin"
-SECRET = "sk-proposer-secret-5d1e9a0c7b"  # the route's key: in the Authorization header, nowhere else
-OTHER_SECRET = "sk-ant-other-secret-83f2c61d"  # another key of the environment
+SECRET = "fake-proposer-key-5d1e9a0c7b"  # the route's key: in the Authorization header, nowhere else
+OTHER_SECRET = "fake-other-key-83f2c61d"  # another key of the environment
 DB_PASSWORD = "hunter2-db-password"
 CASES = {case.id: case for case in load_cases()}
 SPLITS = split_cases(CASES.values(), seed="tune")
@@ -350,7 +350,7 @@ def test_the_route_is_the_judges_unless_the_tuning_settings_say_otherwise() -> N
     assert judged is not None and (judged.model, judged.timeout_s) == ("judge-x", 30.0)
     renamed = ProposerRoute.from_env({**openai_only, "EVAL_JUDGE_MODEL": "judge-x", "EVAL_TUNE_MODEL": "tuner"})
     assert renamed is not None and renamed.model == "tuner"
-    both = {**openai_only, "ANTHROPIC_API_KEY": "sk-ant-key-123456", "EVAL_JUDGE_MODEL": "judge-x"}
+    both = {**openai_only, "ANTHROPIC_API_KEY": "fake-anthropic-key-123456", "EVAL_JUDGE_MODEL": "judge-x"}
     forced = ProposerRoute.from_env({**both, PROVIDER_VARIABLE: "openai"})  # the judge would take anthropic
     assert forced is not None and (forced.provider, forced.model) == ("openai", "gpt-4.1-mini")
     assert ProposerRoute.from_env({**both, PROVIDER_VARIABLE: "none"}) is None
@@ -402,3 +402,12 @@ def test_the_preflight_passes_a_route_that_answers_and_stops_one_that_refuses_or
     stand_in.status = 401
     with pytest.raises(ProposerAnswerError, match="refused the request: HTTP 401"):
         preflight(stand_in.route())
+
+
+def test_a_connection_string_cut_at_the_excerpts_edge_never_shows_its_password(stand_in: StandIn) -> None:
+    """Scrubbed before cut: cut first, the string would lose its `@host` and no longer read as one."""
+    from tuning.model_proposer import _excerpt
+
+    text = "x" * 150 + " postgresql://neondb_owner:" + DB_PASSWORD + "@ep-x.neon.tech/neondb"
+    for limit in range(170, len(text) + 2):
+        assert DB_PASSWORD[:6] not in _excerpt(text, limit, stand_in.route()), limit
